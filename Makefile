@@ -1,0 +1,38 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint install messages clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## run: the console with a worker, SQLite and the filesystem broker (no Redis, no API key), demo data loaded
+run: $(STAMP)
+	scripts/run.sh
+
+## test: lint, then the whole suite (CI=true: against PostgreSQL and Redis on 127.0.0.1)
+test: $(STAMP)
+	scripts/system-deps.sh
+	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
+	scripts/test.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## messages: refresh and compile the Chinese translations (needs gettext)
+messages: $(STAMP)
+	$(BIN)/python manage.py makemessages -l zh_Hans --ignore=.venv --ignore=tests --ignore=bench
+	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv
+
+clean:
+	rm -rf var artifacts staticfiles

@@ -1,0 +1,83 @@
+"""One configuration object, passed to every stage."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CompressionConfig:
+    """Budgets and switches for the five-stage pipeline.
+
+    Token budgets left as ``None`` are derived from ``context_window_tokens``
+    so that one number (the window) is enough for most callers.
+    """
+
+    context_window_tokens: int = 128_000
+    #: compress once the history reaches this share of the window
+    trigger_ratio: float = 0.7
+    #: opening messages never summarized (system prompt, first request)
+    protect_head_messages: int = 3
+    #: recent messages kept verbatim, by tokens (default: 25% of the window)
+    tail_tokens: int | None = None
+    #: stage 1 leaves tool output alone inside this recent budget (default: 30% of the window)
+    prune_protect_tokens: int | None = None
+    #: tool-call argument strings longer than this are shortened inside the parsed JSON
+    max_tool_arg_chars: int = 2_000
+    #: cap on the summary's own size (default: 5% of the window, at most 4,000)
+    summary_max_tokens: int | None = None
+    #: cap on what is sent to a model summarizer (default: 25% of the window, at most 30,000)
+    summary_input_tokens: int | None = None
+    #: seconds to wait after a summarizer failure before calling it again
+    cooldown_seconds: float = 120.0
+    #: after this many consecutive compressions that stay over the trigger, stop compressing automatically
+    max_ineffective_compressions: int = 2
+
+    def __post_init__(self) -> None:
+        if self.context_window_tokens < 256:
+            raise ValueError("context_window_tokens must be at least 256")
+        if not 0.05 <= self.trigger_ratio <= 1.0:
+            raise ValueError("trigger_ratio must be between 0.05 and 1.0")
+        if self.protect_head_messages < 0:
+            raise ValueError("protect_head_messages must not be negative")
+        if self.max_tool_arg_chars < 64:
+            raise ValueError("max_tool_arg_chars must be at least 64")
+
+    @property
+    def trigger_tokens(self) -> int:
+        return int(self.context_window_tokens * self.trigger_ratio)
+
+    @property
+    def effective_tail_tokens(self) -> int:
+        return self.tail_tokens if self.tail_tokens is not None else self.context_window_tokens // 4
+
+    @property
+    def effective_prune_protect_tokens(self) -> int:
+        if self.prune_protect_tokens is not None:
+            return self.prune_protect_tokens
+        return max(self.effective_tail_tokens, int(self.context_window_tokens * 0.3))
+
+    @property
+    def effective_summary_max_tokens(self) -> int:
+        if self.summary_max_tokens is not None:
+            return self.summary_max_tokens
+        return max(256, min(4_000, self.context_window_tokens // 20))
+
+    @property
+    def effective_summary_input_tokens(self) -> int:
+        if self.summary_input_tokens is not None:
+            return self.summary_input_tokens
+        return max(1_000, min(30_000, self.context_window_tokens // 4))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompressionConfig:
+        """Build from a (partial) mapping; unknown keys are an error, not ignored."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown config option(s): {', '.join(unknown)}")
+        return cls(**data)

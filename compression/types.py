@@ -1,0 +1,100 @@
+"""Data shared between stages: pinned facts, summary requests and outcomes.
+
+Everything here is a plain dataclass so that results serialize to JSON and
+the console can store them without knowing the pipeline's internals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = dict[str, Any]
+
+#: first line of every summary message the pipeline inserts; how a later
+#: compression recognises an earlier summary in the history
+SUMMARY_MARKER = "[CONTEXT SUMMARY]"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A fact extracted by code and carried verbatim into every summary.
+
+    kind: constraint | approval | path | identifier | error | command | decision
+    source_index: index of the message in the history given to ``compress``;
+    ``None`` for a fact carried over from an earlier summary.
+    """
+
+    kind: str
+    text: str
+    source_index: int | None
+    role: str = "user"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "source_index": self.source_index, "role": self.role}
+
+
+@dataclass
+class SummaryRequest:
+    """What a summarizer gets: the ORIGINAL middle segment and context."""
+
+    messages: list[Message]
+    #: index of ``messages[0]`` in the full history
+    start_index: int
+    #: pinned facts (from the segment and carried from an earlier summary)
+    facts: list[Fact]
+    focus_topic: str | None = None
+    #: text of an earlier summary found in the segment: update it, do not start over
+    previous_summary: str | None = None
+    #: cap on the summary's size, in tokens
+    max_tokens: int = 2_000
+    #: cap on what may be sent to a model, in tokens
+    input_tokens: int = 12_000
+
+
+@dataclass
+class SummaryOutcome:
+    """The summarizer's answer. ``text is None`` means it failed; ``error`` says why."""
+
+    text: str | None
+    generator: str
+    model: str | None = None
+    endpoint_host: str | None = None
+    prompt_version: str = ""
+    prompt_hash: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "generator": self.generator,
+            "model": self.model,
+            "endpoint_host": self.endpoint_host,
+            "prompt_version": self.prompt_version,
+            "prompt_hash": self.prompt_hash,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "latency_ms": round(self.latency_ms, 1),
+            "error": self.error,
+        }
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Anything that turns a segment into a structured summary.
+
+    Must not raise: failures come back as ``SummaryOutcome(text=None, error=...)``.
+    """
+
+    name: str
+
+    def summarize(self, request: SummaryRequest) -> SummaryOutcome: ...
+
+    async def asummarize(self, request: SummaryRequest) -> SummaryOutcome: ...

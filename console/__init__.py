@@ -1,0 +1,5 @@
+"""The Django console around the compression library."""
+
+from .celery import app as celery_app
+
+__all__ = ("celery_app",)

@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+class ConsoleConfig(AppConfig):
+    name = "console"
+    verbose_name = "Compression console"
+
+    def ready(self) -> None:
+        from .roles import sync_role_groups
+
+        post_migrate.connect(sync_role_groups, sender=self)

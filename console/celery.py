@@ -1,0 +1,21 @@
+"""Celery app, wired the Django way: `celery -A console worker` starts a worker."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+
+app = Celery("console")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_configure.connect
+def _make_local_folders(sender: Celery, **kwargs: object) -> None:
+    # The filesystem broker and file result backend need their folders to exist.
+    from django.conf import settings
+
+    if not settings.REDIS_URL:
+        settings.CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
+        settings.CELERY_RESULTS_DIR.mkdir(parents=True, exist_ok=True)

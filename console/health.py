@@ -1,0 +1,27 @@
+"""Reachability of the database and the Celery broker, for /healthz."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+
+def database_ok() -> tuple[bool, str]:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:  # any failure means "not reachable", reported, not raised
+        return False, type(exc).__name__
+    return True, connection.vendor
+
+
+def broker_ok() -> tuple[bool, str]:
+    from .celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=2)
+            transport = conn.transport_cls
+    except Exception as exc:
+        return False, type(exc).__name__
+    return True, str(transport)

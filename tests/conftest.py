@@ -1,0 +1,33 @@
+"""Suite-wide setup: in CI the real PostgreSQL and Redis are required, not optional."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("CI") != "true":
+        return
+    from django.conf import settings
+
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if engine != "django.db.backends.postgresql":
+        pytest.exit(f"CI=true needs PostgreSQL (DATABASE_URL), but the database engine is {engine}", returncode=3)
+    if not settings.REDIS_URL:
+        pytest.exit("CI=true needs Redis: set REDIS_URL", returncode=3)
+    import psycopg
+    import redis
+
+    db = settings.DATABASES["default"]
+    try:
+        psycopg.connect(
+            host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname=db["NAME"], connect_timeout=5
+        ).close()
+    except Exception as exc:
+        pytest.exit(f"CI=true but PostgreSQL at {db['HOST']}:{db['PORT']} is not reachable: {exc}", returncode=3)
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5).ping()
+    except Exception as exc:
+        pytest.exit(f"CI=true but Redis at {settings.REDIS_URL} is not reachable: {exc}", returncode=3)
