@@ -8,18 +8,13 @@ cases on top of the same message table.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from compression.messages import message_sha256
 from compression.tokens import count_tokens
-
-
-def canonical_json(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 class Message(models.Model):
@@ -32,14 +27,10 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.role} {self.sha256[:12]}"
 
-    @staticmethod
-    def key_for(data: dict[str, Any]) -> str:
-        return hashlib.sha256(canonical_json(data).encode()).hexdigest()
-
     @classmethod
     def store(cls, messages: list[dict[str, Any]]) -> list[str]:
         """Store each distinct message once; return their keys in order."""
-        keys = [cls.key_for(m) for m in messages]
+        keys = [message_sha256(m) for m in messages]
         existing = set(cls.objects.filter(sha256__in=set(keys)).values_list("sha256", flat=True))
         new: dict[str, Message] = {}
         for key, data in zip(keys, messages, strict=True):
@@ -108,3 +99,6 @@ class SessionEntry(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "position"], name="unique_session_position")]
         ordering = ["position"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.position}"

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.db import transaction
 
-from .models import Session
+from compression.messages import ROLES
 
-ROLES = {"system", "user", "assistant", "tool", "developer"}
+from .models import Session
 
 
 class InvalidSession(ValueError):

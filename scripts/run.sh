@@ -15,10 +15,9 @@ $BIN/python manage.py setup_demo
 
 # stop both children (they shut down cleanly) when either exits or on Ctrl-C
 trap 'trap - INT TERM EXIT; kill $(jobs -p) 2>/dev/null; wait' INT TERM EXIT
-$BIN/celery -A console worker --loglevel=INFO --concurrency=2 --beat --schedule var/celerybeat-schedule &
-$BIN/python manage.py runserver --noreload "$HOST:$PORT" &
-sleep 2
 echo
 echo "  Console: http://$HOST:$PORT/   (log in as admin / demo-console; Ctrl-C stops web and worker)"
 echo
+$BIN/celery -A console worker --loglevel=INFO --concurrency=2 --beat --schedule "${VAR_DIR:-var}/celerybeat-schedule" &
+$BIN/python manage.py runserver --noreload "$HOST:$PORT" &
 wait -n

@@ -45,7 +45,8 @@ def test_it_stores_identical_messages_once(tmp_path):
 
 @pytest.mark.django_db
 def test_it_reports_a_broken_line_and_writes_nothing_for_that_file(tmp_path):
-    (tmp_path / "bad.jsonl").write_text('{"_type": "metadata", "key": "t:bad"}\n{"role": "user", "content": "ok"}\n{oops\n')
+    lines = ['{"_type": "metadata", "key": "t:bad"}', '{"role": "user", "content": "ok"}', "{oops"]
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n")
     (tmp_path / "good.json").write_text(json.dumps([{"role": "user", "content": "fine"}]))
     out, err, error = run_import(tmp_path)
     assert "failed   bad.jsonl: bad.jsonl line 3 is not valid JSON" in err

@@ -30,6 +30,5 @@ class Command(BaseCommand):
             call_command("import_sessions", str(samples), skip_existing=True, stdout=self.stdout, stderr=self.stderr)
         else:
             self.stdout.write(f"no sample sessions at {samples}; set DEMO_SAMPLES_DIR to load some")
-        self.stdout.write(
-            self.style.SUCCESS(f"Demo users (password {DEMO_PASSWORD!r}): admin (staff), " + ", ".join(ROLE_PERMISSIONS))
-        )
+        roles = ", ".join(ROLE_PERMISSIONS)
+        self.stdout.write(self.style.SUCCESS(f"Demo users (password {DEMO_PASSWORD!r}): admin (staff), {roles}"))

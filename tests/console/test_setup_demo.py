@@ -1,0 +1,32 @@
+from io import StringIO
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+
+from console.models import Session
+
+
+@pytest.mark.django_db
+def test_it_creates_demo_users_and_loads_samples_once():
+    out = StringIO()
+    call_command("setup_demo", stdout=out)
+    call_command("setup_demo", stdout=StringIO())  # running it again changes nothing
+    assert "password 'demo-console'" in out.getvalue()
+    admin = authenticate(username="admin", password="demo-console")
+    assert admin is not None and admin.is_staff and admin.is_superuser
+    for role in ("viewer", "operator", "reviewer"):
+        user = authenticate(username=role, password="demo-console")
+        assert user is not None
+        assert list(user.groups.values_list("name", flat=True)) == [role]
+        assert not user.is_staff
+    assert set(Session.objects.values_list("key", flat=True)) == {"wechat:wxid_demo01", "import:coding_export_job"}
+
+
+@pytest.mark.django_db
+def test_it_says_where_samples_would_be(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEMO_SAMPLES_DIR", str(tmp_path / "nowhere"))
+    out = StringIO()
+    call_command("setup_demo", stdout=out)
+    assert "no sample sessions at" in out.getvalue()
+    assert Session.objects.count() == 0
