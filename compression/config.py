@@ -25,12 +25,10 @@ class CompressionConfig:
     prune_protect_tokens: int | None = None
     #: tool-call argument strings longer than this are shortened inside the parsed JSON
     max_tool_arg_chars: int = 2_000
-    #: cap on the summary's own size (default: 5% of the window, at most 4,000)
+    #: cap on the summary's own size (default: 5% of the window, at least 800 so pinned facts fit, at most 4,000)
     summary_max_tokens: int | None = None
     #: cap on what is sent to a model summarizer (default: 25% of the window, at most 30,000)
     summary_input_tokens: int | None = None
-    #: seconds to wait after a summarizer failure before calling it again
-    cooldown_seconds: float = 120.0
     #: after this many consecutive compressions that stay over the trigger, stop compressing automatically
     max_ineffective_compressions: int = 2
 
@@ -62,7 +60,7 @@ class CompressionConfig:
     def effective_summary_max_tokens(self) -> int:
         if self.summary_max_tokens is not None:
             return self.summary_max_tokens
-        return max(256, min(4_000, self.context_window_tokens // 20))
+        return max(800, min(4_000, self.context_window_tokens // 20))
 
     @property
     def effective_summary_input_tokens(self) -> int:

@@ -22,6 +22,9 @@ ACKNOWLEDGEMENT = (
     "Understood. I will treat the summary above as background only and continue from the most recent messages."
 )
 
+#: put before the summary when the head ends with a user message (no two user messages in a row)
+BRIDGE = "(Earlier turns were archived by the context compressor; their summary follows.)"
+
 
 @dataclass(frozen=True)
 class SummaryHeader:

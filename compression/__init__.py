@@ -1,0 +1,102 @@
+"""Context compression for long-running tool-using agents (framework-free).
+
+The five-stage pipeline: tool-output pruning, boundary resolution, archive,
+summary, reassembly + validation. See ``Compressor``.
+
+Names from the summarizer, drift and secrets modules load on first use, so
+``import compression`` stays cheap (the ``openai`` client is only imported
+when ``OpenAISummarizer`` is asked for).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .archive import Archive
+from .assemble import assemble
+from .boundaries import Boundaries, resolve_boundaries
+from .config import CompressionConfig
+from .messages import canonical_json, messages_sha256
+from .pipeline import CompressionResult, CompressionWarning, Compressor, StageStat, ThrashState
+from .prune import PrunedItem, PruneResult, prune_tool_outputs
+from .summary_message import ACKNOWLEDGEMENT, is_summary_message, parse_summary_message, render_summary_message
+from .tokens import TokenCounter, count_text_tokens, count_tokens
+from .types import SUMMARY_MARKER, Fact, Message, Summarizer, SummaryOutcome, SummaryRequest
+from .validate import LOST_RESULT, RepairReport, Violation, repair_messages, validate_messages
+
+if TYPE_CHECKING:
+    from .drift import DriftFinding, check_drift
+    from .facts import extract_facts, find_previous_summary
+    from .secrets import mask_secrets
+    from .summarize import CooldownState, ExtractiveSummarizer, InMemoryCooldown, OpenAISummarizer
+
+_LAZY = {
+    "ExtractiveSummarizer": "summarize",
+    "OpenAISummarizer": "summarize",
+    "CooldownState": "summarize",
+    "InMemoryCooldown": "summarize",
+    "check_drift": "drift",
+    "DriftFinding": "drift",
+    "extract_facts": "facts",
+    "find_previous_summary": "facts",
+    "mask_secrets": "secrets",
+}
+
+__all__ = [
+    "ACKNOWLEDGEMENT",
+    "LOST_RESULT",
+    "SUMMARY_MARKER",
+    "Archive",
+    "Boundaries",
+    "CompressionConfig",
+    "CompressionResult",
+    "CompressionWarning",
+    "Compressor",
+    "CooldownState",
+    "DriftFinding",
+    "ExtractiveSummarizer",
+    "Fact",
+    "InMemoryCooldown",
+    "Message",
+    "OpenAISummarizer",
+    "PruneResult",
+    "PrunedItem",
+    "RepairReport",
+    "StageStat",
+    "Summarizer",
+    "SummaryOutcome",
+    "SummaryRequest",
+    "ThrashState",
+    "TokenCounter",
+    "Violation",
+    "assemble",
+    "canonical_json",
+    "check_drift",
+    "count_text_tokens",
+    "count_tokens",
+    "extract_facts",
+    "find_previous_summary",
+    "is_summary_message",
+    "mask_secrets",
+    "messages_sha256",
+    "parse_summary_message",
+    "prune_tool_outputs",
+    "render_summary_message",
+    "repair_messages",
+    "resolve_boundaries",
+    "validate_messages",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compression' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,316 @@
+"""The offline summarizer: deterministic, no model, linear in the segment's size.
+
+It fills the same sections a model would, from the pinned facts and the
+segment's own statements: user requests and constraints verbatim, decisions
+and their reasons, what happened to each file, errors and whether a later
+message resolved them, the tool results that mattered, the last state and
+next steps, statements about the focus topic first. An earlier summary's
+sections are merged in (older lines first, so the size cap drops them first).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .facts import COMPRESSOR_TEXTS, has_error_hint, is_decision, is_prohibition, split_sentences, windowed
+from .messages import call_arguments, call_name, content_text
+from .secrets import mask_secrets
+from .summary_body import FOCUS, finalize_summary, parse_sections, render_sections
+from .summary_message import is_summary_message
+from .tokens import count_text_tokens
+from .types import Fact, SummaryOutcome, SummaryRequest
+
+EXTRACTIVE_VERSION = "extractive-2026-11-30.1"
+
+# literals only, case-sensitive (with the usual capitalizations): fast on big tool output
+_RESOLVED = re.compile(
+    r"fixed|Fixed|FIXED|resolved|Resolved|passed|Passed|PASSED|passes|succeeded|Succeeded|successful|Successful"
+    r"|SUCCESS|works now|working now|exit code 0|all tests pass"
+    r"|已修复|修复了|已解决|解决了|成功|通过了|测试通过|恢复正常"
+)
+
+
+def _says_resolved(text: str) -> bool:
+    pos = 0
+    while (m := _RESOLVED.search(text, pos)) is not None:
+        if text[max(0, m.start() - 2) : m.start()].lower() != "un":  # "unresolved", "unsuccessful"
+            return True
+        pos = m.end()
+    return False
+
+
+_REASON = re.compile(
+    r"\b(?:because|since|due to|so that|caused by|the reason|root cause|likely|probably|suspect\w*|suggest\w*"
+    r"|recommend\w*|turns out|found that|conclusion)\b"
+    r"|因为|由于|所以|因此|导致|原因|建议|推荐|疑似|怀疑|可能|发现|结论",
+)
+_NEXT = re.compile(
+    r"\b(?:next|then|todo|remaining|still need|will|plan to|going to|after that)\b"
+    r"|接下来|下一步|然后|待办|还需|还要|计划",
+)
+_PREFERENCE = re.compile(r"\b(?:prefer|i like|i want|i'd like|i would like|i'd rather)\b|希望|喜欢|偏好|最好|尽量")
+_WRITE_TOOL = re.compile(r"write|edit|patch|create|replace|apply|update|save|delete|remove|move|rename", re.I)
+_READ_TOOL = re.compile(r"read|view|open|cat|show|get|list|search|grep|find", re.I)
+_WORD = re.compile(r"[A-Za-z0-9_./-]{3,}|[\u4e00-\u9fff]{2,}")
+_STOP_WORDS = "the and for with that this from have what about into your you are was were will not"
+_STOP = frozenset(_STOP_WORDS.split())
+
+# windows for the extractive pass (smaller than facts': statements come from the edges of long messages)
+_HEAD, _TAIL = 3_000, 1_500
+_MAX_LINE = 240
+
+
+def _short(text: str, limit: int = _MAX_LINE) -> str:
+    text = " ".join(text[: limit * 2].split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _focus_terms(topic: str | None) -> set[str]:
+    if not topic:
+        return set()
+    terms: set[str] = set()
+    for word in _WORD.findall(topic.lower()):
+        if word.isascii():
+            if word not in _STOP:
+                terms.add(word)
+        else:  # CJK: character bigrams
+            terms.update(word[i : i + 2] for i in range(len(word) - 1))
+    return terms
+
+
+@dataclass
+class _Scan:
+    """Everything the sections need, gathered in one pass over the segment."""
+
+    user_turns: list[tuple[int, str]] = field(default_factory=list)
+    preferences: list[tuple[int, str]] = field(default_factory=list)
+    reasons: list[tuple[int, str]] = field(default_factory=list)
+    next_steps: list[tuple[int, str]] = field(default_factory=list)
+    last_assistant: tuple[int, str] | None = None
+    resolved_at: list[int] = field(default_factory=list)
+    files: dict[str, list[str]] = field(default_factory=dict)
+    tool_results: list[tuple[int, str, str, dict[str, Any]]] = field(default_factory=list)  # index, tool, args
+    focus: list[tuple[int, int, str]] = field(default_factory=list)  # score, index, sentence
+
+
+def _scan(messages: Sequence[dict[str, Any]], start: int, focus_terms: set[str], first_error: int) -> _Scan:
+    """One pass; success notes are looked for only after ``first_error`` (nothing to resolve before)."""
+    scan = _Scan()
+    calls: dict[str, tuple[str, str]] = {}
+    for position, m in enumerate(messages):
+        if not isinstance(m, dict) or is_summary_message(m):
+            continue
+        index = start + position
+        role = m.get("role")
+        if role == "tool":
+            # errors come from the pinned facts; only the edges are read for a success note
+            if index > first_error:
+                raw = content_text(m)
+                if _says_resolved(raw[:500] + "\n" + raw[-300:]) and not has_error_hint(raw[-300:]):
+                    scan.resolved_at.append(index)
+            name, args = calls.get(str(m.get("tool_call_id")), (str(m.get("name") or "tool"), ""))
+            scan.tool_results.append((index, name, args, m))
+            continue
+        text = windowed(content_text(m), _HEAD, _TAIL)
+        if role == "assistant":
+            for call in m.get("tool_calls") or ():
+                if not isinstance(call, dict):
+                    continue
+                name = call_name(call)
+                args = _short(call_arguments(call), 100)
+                if isinstance(call.get("id"), str):
+                    calls[call["id"]] = (name, args)
+                _note_files(scan, name, call_arguments(call), index)
+        if role not in ("user", "assistant") or not text.strip() or text in COMPRESSOR_TEXTS:
+            continue
+        sentences = split_sentences(text)
+        if role == "user":
+            if len(text.strip()) >= 6 or not scan.user_turns:  # skip "ok" / "继续" after the first turn
+                scan.user_turns.append((index, _short(text, 200)))
+        else:
+            scan.last_assistant = (index, _short(text, 300))
+            if index > first_error and _says_resolved(text):
+                scan.resolved_at.append(index)
+        # the English patterns are lower case and run on lower-cased text (much faster than re.I)
+        for sentence in sentences:
+            low = sentence.lower()
+            if role == "user" and _PREFERENCE.search(low) and not is_prohibition(sentence):
+                scan.preferences.append((index, sentence))
+            elif role == "assistant" and _REASON.search(low):
+                scan.reasons.append((index, sentence))
+            elif role == "assistant" and _NEXT.search(low) and not is_decision(sentence):
+                scan.next_steps.append((index, sentence))
+            if focus_terms:
+                score = sum(1 for t in focus_terms if t in low)
+                if score:
+                    scan.focus.append((score, index, sentence))
+    return scan
+
+
+def _note_files(scan: _Scan, tool: str, raw_args: str, index: int) -> None:
+    if '"path"' not in raw_args and '"file' not in raw_args:
+        return
+    try:
+        args = json.loads(raw_args) if raw_args else {}
+    except ValueError:
+        return
+    if not isinstance(args, dict):
+        return
+    for key in ("path", "file", "file_path", "filepath", "filename"):
+        value = args.get(key)
+        if isinstance(value, str) and 2 < len(value) < 300:
+            action = "edited" if _WRITE_TOOL.search(tool) else "read" if _READ_TOOL.search(tool) else tool or "used"
+            entry = f"{action} (#{index})"
+            actions = scan.files.setdefault(value, [])
+            if entry not in actions:
+                actions.append(entry)
+
+
+def _facts_of(facts: Sequence[Fact], kind: str) -> list[Fact]:
+    return [f for f in facts if f.kind == kind]
+
+
+def _latest_distinct(items: Sequence[tuple[int, str]], limit: int) -> list[tuple[int, str]]:
+    """The last ``limit`` items with distinct texts (each at its latest index), in order."""
+    latest: dict[str, int] = {}
+    for index, text in items:
+        latest[text] = index
+    return sorted(((i, t) for t, i in latest.items()), key=lambda it: it[0])[-limit:]
+
+
+def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
+    """The extractive summary's sections (without pinned facts), previous summary merged in.
+
+    Pinned facts are not repeated verbatim in the prose (they follow in ``## Pinned facts``,
+    which the size cap protects); the prose adds what they lack: status, reasons, context.
+    """
+    focus_terms = _focus_terms(request.focus_topic)
+    facts = request.facts
+    error_indexes = [f.source_index for f in facts if f.kind == "error" and f.source_index is not None]
+    first_error = min(error_indexes) if error_indexes else request.start_index + len(request.messages)
+    scan = _scan(request.messages, request.start_index, focus_terms, first_error)
+    pinned = {f.text for f in facts}
+    focus_text = (request.focus_topic or "").strip()
+    new: dict[str, list[str]] = {}
+
+    candidates = [(score, i, st) for score, i, st in scan.focus if st.strip() != focus_text and len(st) >= 8]
+    if candidates:
+        best: dict[str, tuple[int, int]] = {}
+        for score, i, st in candidates:
+            best[st] = max(best.get(st, (0, 0)), (score, i))
+        top = sorted(best.items(), key=lambda kv: (-kv[1][0], -kv[1][1]))[:4]
+        new[FOCUS] = [f"- (#{i}) {_short(st)}" for st, (_, i) in sorted(top, key=lambda kv: kv[1][1])]
+
+    new["## Decisions"] = [
+        f"- Finding (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.reasons, 6) if st not in pinned
+    ]
+
+    files = [f"- {path}: {', '.join(actions[-4:])}" for path, actions in list(scan.files.items())[-12:]]
+    identifiers = [f.text for f in _facts_of(facts, "identifier")]
+    if identifiers:
+        files.append("- Identifiers: " + ", ".join(identifiers[-16:]))
+    new["## Files and identifiers"] = files
+
+    errors = []
+    for fact in _facts_of(facts, "error"):
+        if fact.source_index is None:
+            continue  # carried errors come back through the previous summary's own lines
+        later = [i for i in scan.resolved_at if i > fact.source_index]
+        status = f"resolved later (#{later[0]})" if later else "not resolved in this segment"
+        errors.append(f"- (#{fact.source_index}) {status}: {_short(fact.text, 90)}")
+    new["## Errors"] = errors
+
+    constraints = []
+    if any(f.kind in ("constraint", "approval") for f in facts):
+        constraints.append("- User constraints and approvals: see Pinned facts (verbatim, negations kept).")
+    constraints += [f"- Preference (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.preferences, 4)]
+    new["## Constraints and preferences"] = constraints
+
+    turns = _latest_distinct(scan.user_turns, 1_000)
+    turns = turns[:1] + turns[1:][-5:]  # the segment's first request, then the latest ones
+    progress = [f"- User request (#{i}): {t}" for i, t in turns]
+    if scan.last_assistant:
+        i, t = scan.last_assistant
+        progress.append(f"- Last assistant state (#{i}): {t}")
+    progress += [f"- Next (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.next_steps, 2)]
+    new["## Progress and next steps"] = progress
+
+    new["## Key tool results"] = _key_tool_results(scan, facts)[-6:]
+
+    return _merge_previous(request.previous_summary, new)
+
+
+def _gist(message: dict[str, Any], error: str | None) -> str:
+    text = content_text(message)
+    lines = text.count("\n") + 1 if text else 0
+    first = error or next((ln for ln in text[:2_000].splitlines() if ln.strip()), "")
+    return f"{_short(first, 140)} ({lines} lines)"
+
+
+def _key_tool_results(scan: _Scan, facts: Sequence[Fact]) -> list[str]:
+    errors = {f.source_index: f.text for f in facts if f.kind == "error" and f.source_index is not None}
+    chosen: dict[int, str] = {}
+    last_by_tool: dict[str, int] = {}
+    for n, (index, name, args, message) in enumerate(scan.tool_results):
+        last_by_tool[name] = n
+        if index in errors:
+            chosen[index] = f"- (#{index}) {name}({args}): {_gist(message, errors[index])}"
+    for n in sorted(last_by_tool.values())[-6:]:
+        index, name, args, message = scan.tool_results[n]
+        chosen.setdefault(index, f"- (#{index}) {name}({args}): {_gist(message, None)}")
+    return [chosen[i] for i in sorted(chosen)][-8:]
+
+
+def _merge_previous(previous: str | None, new: dict[str, list[str]]) -> dict[str, list[str]]:
+    if not previous:
+        return new
+    old = parse_sections(previous)
+    old.pop("## Pinned facts", None)
+    old.pop(FOCUS, None)
+    merged: dict[str, list[str]] = {}
+    for heading in list(old) + [h for h in new if h not in old]:
+        lines: list[str] = []
+        seen: set[str] = set()
+        for line in old.get(heading, []) + new.get(heading, []):
+            if line not in seen:
+                seen.add(line)
+                lines.append(line)
+        merged[heading] = lines
+    return merged
+
+
+class ExtractiveSummarizer:
+    """Offline, deterministic summarizer; the default when no model endpoint is configured."""
+
+    name = "extractive"
+
+    def summarize(self, request: SummaryRequest) -> SummaryOutcome:
+        """Build the structured summary from the segment and its pinned facts. Never raises."""
+        started = time.perf_counter()
+        try:
+            prose = mask_secrets(render_sections(build_sections(request)))
+            text = finalize_summary(prose, request.facts, request.max_tokens)
+        except Exception as exc:  # a bug here must degrade the run, not crash it
+            return SummaryOutcome(
+                text=None,
+                generator=self.name,
+                prompt_version=EXTRACTIVE_VERSION,
+                error=f"extractive summarizer failed: {type(exc).__name__}: {exc}",
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        return SummaryOutcome(
+            text=text,
+            generator=self.name,
+            prompt_version=EXTRACTIVE_VERSION,
+            output_tokens=count_text_tokens(text),
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    async def asummarize(self, request: SummaryRequest) -> SummaryOutcome:
+        """Same as :meth:`summarize` (the work is CPU-bound and quick)."""
+        return self.summarize(request)

@@ -1,0 +1,463 @@
+"""Pinned facts: what must survive compression verbatim, extracted by code (never by a model).
+
+Kinds, in priority order: ``constraint`` (a user's prohibition or requirement,
+kept as the whole sentence so the negation cannot get lost), ``approval``,
+``error``, ``path``, ``decision``, ``command``, ``identifier``. Constraints and
+approvals are always kept; the other kinds are capped so that the summary
+stays small however long the segment is.
+
+Scanning is linear and bounded: every message is read only within a head and
+tail window (tool output: a few KB), with precompiled regular expressions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import call_arguments, call_name, content_text
+from .secrets import mask_secrets
+from .summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message, parse_summary_message
+from .types import Fact
+
+#: kinds in priority order (the order of the ``## Pinned facts`` section)
+FACT_KINDS: tuple[str, ...] = ("constraint", "approval", "error", "path", "decision", "command", "identifier")
+
+#: texts the compressor itself writes around a summary (never facts)
+COMPRESSOR_TEXTS = frozenset({ACKNOWLEDGEMENT, BRIDGE})
+
+#: heading of the section, written by code, that carries facts across compressions
+PINNED_HEADING = "## Pinned facts"
+
+
+@dataclass(frozen=True)
+class FactLimits:
+    """How many facts of each kind are kept (the most recent ones win)."""
+
+    constraint: int = 40
+    approval: int = 20
+    error: int = 12
+    path: int = 20
+    decision: int = 12
+    command: int = 10
+    identifier: int = 20
+    #: longest fact text kept (longer texts are cut with an ellipsis)
+    max_chars: int = 400
+
+    def cap(self, kind: str) -> int:
+        return int(getattr(self, kind, 10))
+
+
+DEFAULT_LIMITS = FactLimits()
+
+# Windows: how much of each message is scanned (head, tail), by role.
+_WINDOWS = {"user": (16_000, 8_000), "assistant": (6_000, 4_000), "tool": (500, 1_500)}
+
+# ---------------------------------------------------------------- patterns
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|(?<=\.)(?=\s)|\n+")
+
+# prohibitions and requirements (checked before approvals: "don't proceed" is a constraint)
+_CONSTRAINT_EN = re.compile(
+    r"\b(?:do\s+not|don'?t|doesn'?t\s+need|never|must\s+not|mustn'?t|should\s+not|shouldn'?t|can\s*not|cannot|can'?t"
+    r"|may\s+not|not\s+allowed|no\s+longer|avoid|refrain|forbid\w*|prohibit\w*|only|must|always|make\s+sure"
+    r"|hold\s+off|keep\s+\w+(?:\s+\w+)?\s+(?:unchanged|untouched|as\s+is)|leave\s+\w+(?:\s+\w+)?\s+(?:alone|untouched)"
+    r"|without\s+(?:asking|approval|my|permission)|stop\s+\w+ing|under\s+no\s+circumstances|at\s+(?:most|least)"
+    r"|up\s+to|budget\s+(?:is|of)|remember\s+to)\b"
+    r"|(?:^|[\s,;(])no\s+(?!problem|worries|idea|doubt|thanks|thank|need\b|one\b|matter)[a-z]",
+)
+_CONSTRAINT_ZH = re.compile(
+    r"先不要|千万不要|千万别|不要|不用|(?<![特区类分个识级告性差辨鉴离])别(?![人的处名])|禁止|严禁|不许|不准|不能|不得|不可以|不允许"
+    r"|不同意|不批准|切勿|勿|只能|只许|只用|仅限|必须|务必|一定要|暂时不|暂不|暂缓|未经"
+    r"|不超过|不高于|不低于|不少于|最多|至少|以内|上限|记得"
+)
+_APPROVAL_EN = re.compile(
+    r"\b(?:approved?|approving|go\s+ahead|lgtm|ship\s+it|green\s+light|signed?\s+off|you\s+may|you\s+can\s+proceed"
+    r"|proceed|permission\s+granted|ok(?:ay)?\s+to|allowed\s+to|confirmed?)\b",
+)
+_APPROVAL_ZH = re.compile(
+    r"批准|同意|可以执行|可以开始|可以继续|确认执行|准了|放行|可以上线|可以部署|可以合并|可以删除|可以发布|执行吧|开始吧|就这么办"
+)
+_DECISION_EN = re.compile(
+    r"\b(?:we\s+will|we'll|we\s+decided|decided|decision|let'?s|let\s+us|going\s+with|go\s+with|switch(?:ed)?\s+to"
+    r"|instead\s+of|the\s+plan\s+is|plan:|the\s+fix\s+is|root\s+cause|we\s+chose|opted\s+to)\b",
+)
+_DECISION_ZH = re.compile(r"决定|改为|改成|改用|换成|就用|采用|方案是|我们将|那就|确定用|根因|原因是|结论")
+
+_PATH = re.compile(
+    r"(?<![A-Za-z0-9_.:/\\-])(?:"
+    r"(?:~|\.{1,2})?/(?:[A-Za-z0-9_.@+-]+/)*[A-Za-z0-9_.@+-]*[A-Za-z0-9_]"  # /abs, ./rel, ~/home
+    # rel/with.ext; the file name may hold CJK (src/发票模板.html), directories may not (修改deploy/x.sh脚本)
+    r"|(?:[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]*/)+[A-Za-z0-9_.@+\u3400-\u9fff-]*\.[A-Za-z][A-Za-z0-9]{0,7}"
+    r"|(?:[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]*/){2,}[A-Za-z0-9_.@+-]*[A-Za-z0-9_]"  # a/b/c
+    r"|[A-Za-z]:\\(?:[A-Za-z0-9_. -]+\\)*[A-Za-z0-9_.-]+"  # C:\windows
+    r")",
+    re.ASCII,
+)
+_PATH_NOISE = re.compile(r"^/+$|^\.+/?$|^/(?:s|g|i|n|r|t)$|^\d+(?:/\d+)+$|^[A-Za-z]/[A-Za-z]$", re.ASCII)
+
+_IDENTIFIER = re.compile(
+    r"`(?P<code>[^`\n]{2,80})`"
+    r"|(?P<ticket>\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b)"
+    r"|(?P<call>\b(?:call|toolu|fc)_[A-Za-z0-9]{4,40}\b)"
+    r"|(?P<version>\bv\d+(?:\.\d+){1,3}(?:[-+][A-Za-z0-9.]+)?\b|\b\d+\.\d+\.\d+(?:[-+][A-Za-z0-9.]+)?\b)"
+    r"|(?P<hash>\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b)"
+    r"|(?P<train>\b[GDCZTKY]\d{1,4}\b|\b(?:CA|MU|CZ|HU|ZH|MF|FM|3U|SC|UA|AA|DL|BA|LH)\d{3,4}\b)"
+    r"|(?P<func>\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\(\))"
+    r"|(?P<qty>\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|KB|MB|GB|TB|KiB|MiB|GiB"
+    r"|kb|mb|gb|%|rows|tokens|qps|rps|req/s|USD|EUR|CNY|RMB)\b"
+    r"|\d+(?:\.\d+)?\s?(?:元|块钱|万元|天|晚|小时|分钟|秒|公里|人|间|张|%))",
+    re.ASCII,
+)
+
+# case-sensitive literals only: a case-insensitive alternation is ten times slower on big output
+_ERROR_HINT = re.compile(
+    r"Error|ERROR|Exception|FAIL|Fail|fail|Fatal|fatal|FATAL|panic|Traceback|exit code|exit status|exited with"
+    r"|Segmentation fault|command not found|No such file|Permission denied|Killed|OOM|报错|失败|错误|异常|出错|崩溃"
+)
+_EXIT_ONLY = re.compile(r"^\W*exit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*-?\d+\W*$", re.I)
+_EXIT_ZERO = re.compile(r"\bexit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*0\b")
+_TRACEBACK_HEAD = re.compile(r"^Traceback \(most recent call last\):?\s*$")
+_ERROR_NOISE = re.compile(r"^\s*(?:#|//)|\b(?:0 failed|no errors?|without errors?|0 errors?)\b|没有报错|无错误", re.I)
+
+_COMMAND_TOOL = re.compile(
+    r"terminal|shell|bash|exec|command|run|cmd|powershell|console|sh$|Terminal|Shell|Bash|Exec|Run"
+)
+_COMMAND_KEYS = ("command", "cmd", "script", "commands", "code", "input", "args")
+_PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target", "dir", "directory", "cwd")
+_PATH_NEEDLES = ('path"', 'file"', '"filename"', '"target"', '"dir', '"cwd"')
+
+_PINNED_LINE = re.compile(r"^- \[(?P<kind>[a-z_]+)\](?: \(#(?P<index>\d+)\))? (?P<text>.+)$")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def windowed(text: str, head: int, tail: int) -> str:
+    """``text`` itself when short, else its first ``head`` and last ``tail`` characters joined by a newline."""
+    if len(text) <= head + tail:
+        return text
+    return text[:head] + "\n" + text[-tail:]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences (stripped, non-empty) of ``text``, keeping their closing punctuation (。！？.!?)."""
+    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and s.strip()]
+
+
+# The English patterns are written in lower case and run on lower-cased text: a case-insensitive
+# regex is several times slower, and these run on every sentence of the segment.
+
+
+def is_prohibition(sentence: str) -> bool:
+    """Whether ``sentence`` states a constraint: a prohibition or a hard requirement (en/zh)."""
+    return bool(_CONSTRAINT_EN.search(sentence.lower()) or _CONSTRAINT_ZH.search(sentence))
+
+
+def is_approval(sentence: str) -> bool:
+    """Whether ``sentence`` grants an approval (en/zh); check :func:`is_prohibition` first."""
+    return bool(_APPROVAL_EN.search(sentence.lower()) or _APPROVAL_ZH.search(sentence))
+
+
+def is_decision(sentence: str) -> bool:
+    """Whether ``sentence`` states a decision or its reason ("we decided", "let's", "决定", "改为" ...)."""
+    return bool(_DECISION_EN.search(sentence.lower()) or _DECISION_ZH.search(sentence))
+
+
+def find_paths(text: str) -> list[str]:
+    """File paths in ``text`` (absolute, relative with an extension, ``a/b/c``, Windows), in order."""
+    found = []
+    # only whitespace-separated tokens holding a separator go through the (costly) path pattern
+    for token in text.split():
+        if "/" not in token and "\\" not in token:
+            continue
+        for m in _PATH.finditer(token):
+            p = m.group(0).rstrip(".")
+            if len(p) >= 3 and not _PATH_NOISE.match(p) and "//" not in p:
+                found.append(p)
+    return found
+
+
+def find_identifiers(text: str) -> list[str]:
+    """Identifiers in ``text``: backticked code, ticket ids, call ids, versions, hashes, train/flight numbers,
+    ``function()`` names and numbers with units."""
+    found = []
+    for m in _IDENTIFIER.finditer(text):
+        value = m.group(0)
+        if m.lastgroup == "code":
+            value = m.group("code").strip()
+            if not value or " " in value.strip() and len(value) > 40:
+                continue
+        found.append(value)
+    return found
+
+
+def _exception_line(text: str, pos: int) -> tuple[str, int]:
+    """The exception line that ends a traceback starting before ``pos``: its first unindented line."""
+    limit = min(len(text), pos + 20_000)
+    while pos < limit:
+        end = text.find("\n", pos)
+        end = limit if end < 0 or end > limit else end
+        line = text[pos:end]
+        if line.strip() and not line[:1].isspace():
+            return line.strip(), end + 1
+        pos = end + 1
+    return "", pos
+
+
+def has_error_hint(text: str) -> bool:
+    """Cheap check: does ``text`` hold a word that error lines contain (Error, FAILED, exit code, 报错 ...)?"""
+    return _ERROR_HINT.search(text) is not None
+
+
+def find_error_lines(text: str) -> list[str]:
+    """Error lines in ``text``: the last line of a traceback, ``Error:``/``Exception``/``FAILED``, non-zero exit
+    codes, 报错/失败 ... (stripped, each once, in order; noise such as "0 failed" or "exit code 0" skipped)."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    pos = 0
+    while True:
+        m = _ERROR_HINT.search(text, pos)
+        if m is None:
+            return lines
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        pos = end + 1
+        line = text[start:end].strip()
+        if _TRACEBACK_HEAD.match(line):
+            line, pos = _exception_line(text, pos)
+        if not line or line in seen or _ERROR_NOISE.search(line):
+            continue
+        if _EXIT_ZERO.search(line) and not _ERROR_HINT.search(_EXIT_ZERO.sub("", line)):
+            continue
+        seen.add(line)
+        lines.append(line)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text[: limit * 2].strip()
+    if "\n" in text:
+        text = text.replace("\r\n", "\n").replace("\n", " ⏎ ")
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _arguments(call: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    raw = call_arguments(call)
+    try:
+        parsed = json.loads(raw) if raw else None
+    except ValueError:
+        parsed = None
+    return (parsed if isinstance(parsed, dict) else None), raw
+
+
+def _command_of(name: str, args: dict[str, Any] | None, raw: str) -> str | None:
+    if args is None:
+        return raw or None
+    for key in _COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return " ".join(value)
+    return None
+
+
+def _paths_of(args: dict[str, Any] | None) -> list[str]:
+    if args is None:
+        return []
+    out = []
+    for key in _PATH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and 2 < len(value) < 300 and "\n" not in value:
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(v for v in value if isinstance(v, str) and 2 < len(v) < 300 and "\n" not in v)
+    return out
+
+
+# ---------------------------------------------------------------- extraction
+
+
+class _Collector:
+    """Keeps facts deduplicated by (kind, text), remembering the first place each appeared."""
+
+    def __init__(self, limits: FactLimits) -> None:
+        self.limits = limits
+        self.facts: dict[tuple[str, str], Fact] = {}
+
+    def add(self, kind: str, text: str, index: int | None, role: str) -> None:
+        text = _clip(text, self.limits.max_chars)
+        if len(text) < 2:
+            return
+        if "sk-" in text or "=" in text or ":" in text or "Bearer" in text or "-----" in text:
+            text = mask_secrets(text)
+        key = (kind, text)
+        if key not in self.facts:
+            self.facts[key] = Fact(kind=kind, text=text, source_index=index, role=role)
+
+
+def _scan_user(text: str, index: int, out: _Collector) -> None:
+    for sentence in split_sentences(text):
+        if is_prohibition(sentence):
+            out.add("constraint", sentence, index, "user")
+        elif is_approval(sentence):
+            out.add("approval", sentence, index, "user")
+        elif is_decision(sentence):
+            out.add("decision", sentence, index, "user")
+    for line in find_error_lines(text):
+        out.add("error", line, index, "user")
+    for path in find_paths(text):
+        out.add("path", path, index, "user")
+    for ident in find_identifiers(text):
+        out.add("identifier", ident, index, "user")
+
+
+def _scan_assistant(message: dict[str, Any], text: str, index: int, out: _Collector) -> None:
+    if text and text not in COMPRESSOR_TEXTS:
+        for sentence in split_sentences(text):
+            if is_decision(sentence):
+                out.add("decision", sentence, index, "assistant")
+        for path in find_paths(text):
+            out.add("path", path, index, "assistant")
+        for ident in find_identifiers(text):
+            out.add("identifier", ident, index, "assistant")
+    for call in message.get("tool_calls") or ():
+        if not isinstance(call, dict):
+            continue
+        name = call_name(call)
+        is_command = bool(_COMMAND_TOOL.search(name))
+        raw = call_arguments(call)
+        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES):
+            continue  # nothing to pin: skip parsing the arguments
+        args, raw = _arguments(call)
+        command = _command_of(name, args, raw) if is_command else None
+        if command:
+            out.add("command", command, index, "assistant")
+            for path in find_paths(command[:2_000]):
+                out.add("path", path, index, "assistant")
+        for path in _paths_of(args):
+            out.add("path", path, index, "assistant")
+
+
+def _scan_tool(text: str, index: int, out: _Collector) -> None:
+    errors = find_error_lines(text)
+    if len(errors) > 1:  # "exit code 1" says little next to the error that caused it
+        errors = [e for e in errors if not _EXIT_ONLY.match(e)] or errors[-1:]
+    # the last error lines are the informative ones (a traceback ends with the exception)
+    for line in errors[-3:]:
+        out.add("error", line, index, "tool")
+    # paths: the opening of the output (search results, listings) and the error lines
+    head = text[:300]
+    for path in find_paths(head)[:3] if "/" in head else ():
+        out.add("path", path, index, "tool")
+    for line in errors[-3:]:
+        for path in find_paths(line)[:2]:
+            out.add("path", path, index, "tool")
+
+
+def pinned_facts_of(body: str) -> list[Fact]:
+    """Facts listed in the ``## Pinned facts`` section of a summary body (carried over: ``source_index=None``)."""
+    start = body.find(PINNED_HEADING)
+    if start < 0:
+        return []
+    facts = []
+    for line in body[start + len(PINNED_HEADING) :].splitlines():
+        if line.startswith("## "):
+            break
+        m = _PINNED_LINE.match(line.strip())
+        if m and m.group("kind") in FACT_KINDS:
+            facts.append(Fact(kind=m.group("kind"), text=m.group("text").strip(), source_index=None, role="summary"))
+    return facts
+
+
+def summary_body(message: dict[str, Any]) -> str | None:
+    """Body of an earlier summary message, or ``None`` when ``message`` is not one."""
+    parsed = parse_summary_message(message)
+    return parsed[1] if parsed else None
+
+
+def find_previous_summary(messages: Sequence[dict[str, Any]]) -> str | None:
+    """Body text of the latest earlier summary message in ``messages``, or ``None``."""
+    for message in reversed(messages):
+        if isinstance(message, dict) and is_summary_message(message):
+            return summary_body(message)
+    return None
+
+
+def extract_facts(
+    messages: Sequence[dict[str, Any]], start_index: int = 0, limits: FactLimits = DEFAULT_LIMITS
+) -> list[Fact]:
+    """Pinned facts of ``messages`` (a segment starting at absolute index ``start_index``).
+
+    Constraints and approvals come from user messages only, as whole verbatim
+    sentences. Errors, paths, decisions, commands and identifiers come from
+    every role, each capped by ``limits`` (the most recent win). Facts pinned
+    in an earlier summary message are carried over with ``source_index=None``.
+    The result is deduplicated by (kind, text) and ordered by kind priority,
+    then by source index.
+    """
+    out = _Collector(limits)
+    carried = _Collector(limits)
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        index = start_index + position
+        if is_summary_message(message):
+            for fact in pinned_facts_of(summary_body(message) or ""):
+                carried.add(fact.kind, fact.text, None, fact.role)
+            continue
+        role = message.get("role")
+        head, tail = _WINDOWS.get(role if isinstance(role, str) else "", (4_000, 2_000))
+        text = windowed(content_text(message), head, tail)
+        if role == "user":
+            _scan_user(text, index, out)
+        elif role == "assistant":
+            _scan_assistant(message, text, index, out)
+        elif role == "tool":
+            _scan_tool(text, index, out)
+    merged: dict[tuple[str, str], Fact] = dict(carried.facts)
+    for key, fact in out.facts.items():
+        merged.setdefault(key, fact)
+    return select_facts(merged.values(), limits)
+
+
+def select_facts(facts: Iterable[Fact], limits: FactLimits = DEFAULT_LIMITS) -> list[Fact]:
+    """Deduplicate, cap each kind and order them by kind priority, then source index.
+
+    Within a kind, facts from users and earlier summaries are kept first, then the most recent others.
+    """
+    by_kind: dict[str, dict[str, Fact]] = {kind: {} for kind in FACT_KINDS}
+    for fact in facts:
+        bucket = by_kind.setdefault(fact.kind, {})
+        bucket.setdefault(fact.text, fact)
+    selected: list[Fact] = []
+    for kind in list(by_kind):
+        cap = limits.cap(kind)
+        # what a user said (or an earlier summary pinned) outranks what tools printed; then the most recent
+        ranked = sorted(by_kind[kind].values(), key=lambda f: (f.role in ("user", "summary"), _order_key(f)))
+        kept = ranked[-cap:] if cap > 0 else []
+        selected.extend(sorted(kept, key=_order_key))
+    return selected
+
+
+def _order_key(fact: Fact) -> int:
+    return -1 if fact.source_index is None else fact.source_index
+
+
+def render_fact(fact: Fact) -> str:
+    """One line of the ``## Pinned facts`` section: ``- [constraint] (#12) 先不要修改部署脚本``."""
+    where = f" (#{fact.source_index})" if fact.source_index is not None else ""
+    return f"- [{fact.kind}]{where} {fact.text}"
+
+
+def render_pinned_facts(facts: Sequence[Fact]) -> str:
+    """The ``## Pinned facts`` section (heading included); parse it back with :func:`pinned_facts_of`."""
+    lines = [PINNED_HEADING]
+    lines.extend(render_fact(f) for f in facts)
+    if not facts:
+        lines.append("- (none)")
+    return "\n".join(lines)

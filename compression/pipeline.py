@@ -1,0 +1,499 @@
+"""The five-stage pipeline: prune -> boundaries -> archive -> summarize -> assemble + validate.
+
+``compress`` and ``acompress`` share every step but the summarizer call:
+``_prepare`` runs stages 1 to 3 and builds the summary request, ``_finish``
+assembles and validates whatever the summarizer answered.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .archive import Archive
+from .assemble import assemble, is_inserted_message, render_failure_body
+from .boundaries import Boundaries, resolve_boundaries
+from .config import CompressionConfig
+from .messages import latest_user_index
+from .prune import PrunedItem, PruneResult, prune_tool_outputs
+from .summary_message import SummaryHeader, is_summary_message
+from .tokens import TokenCounter, default_counter
+from .types import Fact, Summarizer, SummaryOutcome, SummaryRequest
+from .validate import Profile, RepairReport, repair_messages, validate_messages
+
+STAGES = ("prune", "boundaries", "archive", "summarize", "assemble", "validate")
+
+OnStage = Callable[[str], None]
+OnArchive = Callable[[Archive], None]
+
+
+@dataclass(frozen=True)
+class CompressionWarning:
+    """A degradation the caller should know about.
+
+    codes: summary_failed, still_over_threshold, repeated_compression,
+    auto_compression_stopped, nothing_to_compress, no_token_savings,
+    facts_failed, summary_over_budget, input_repaired
+    """
+
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass
+class StageStat:
+    """How long one stage took, and what it counted."""
+
+    name: str
+    ms: float = 0.0
+    counts: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ms": round(self.ms, 3), "counts": self.counts}
+
+
+@dataclass
+class ThrashState:
+    """Anti-thrash memory: consecutive compressions that ended over the trigger.
+
+    Kept per ``Compressor`` by default; inject one per session to persist it.
+    """
+
+    ineffective: int = 0
+    stopped: bool = False
+
+    def reset(self) -> None:
+        self.ineffective = 0
+        self.stopped = False
+
+
+@dataclass
+class CompressionResult:
+    """Everything one pass of the pipeline produced. ``to_dict()`` is JSON-serializable."""
+
+    messages: list[dict[str, Any]]
+    was_compressed: bool
+    tokens_before: int
+    tokens_after: int
+    summary_text: str | None = None
+    summary: SummaryOutcome | None = None
+    summary_id: str | None = None
+    archive: Archive | None = None
+    boundaries: Boundaries | None = None
+    stages: list[StageStat] = field(default_factory=list)
+    pruned: list[PrunedItem] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    warnings: list[CompressionWarning] = field(default_factory=list)
+    repair: RepairReport | None = None
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def warning_codes(self) -> list[str]:
+        return [w.code for w in self.warnings]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "was_compressed": self.was_compressed,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "summary_id": self.summary_id,
+            "summary_text": self.summary_text,
+            "summary": asdict(self.summary) if self.summary else None,
+            "boundaries": self.boundaries.to_dict() if self.boundaries else None,
+            "archive": self.archive.to_dict() if self.archive else None,
+            "stages": [s.to_dict() for s in self.stages],
+            "pruned": [p.to_dict() for p in self.pruned],
+            "facts": [f.to_dict() for f in self.facts],
+            "warnings": [w.to_dict() for w in self.warnings],
+            "repair": self.repair.to_dict() if self.repair else None,
+            "messages": self.messages,
+        }
+
+
+class _Stages:
+    """Times stages that may span the sync/async split; announces each start."""
+
+    def __init__(self, on_stage: OnStage | None) -> None:
+        self.on_stage = on_stage
+        self.stats: list[StageStat] = []
+        self._t0 = 0.0
+
+    def start(self, name: str) -> dict[str, Any]:
+        self.end()
+        if self.on_stage is not None:
+            self.on_stage(name)
+        self.stats.append(StageStat(name))
+        self._t0 = time.perf_counter()
+        return self.stats[-1].counts
+
+    def end(self) -> None:
+        if self.stats and self._t0:
+            self.stats[-1].ms = (time.perf_counter() - self._t0) * 1000
+            self._t0 = 0.0
+
+
+@dataclass
+class _Plan:
+    """State carried from ``_prepare`` to ``_finish``."""
+
+    messages: list[dict[str, Any]]
+    stages: _Stages
+    tokens_before: int
+    pruned: PruneResult
+    boundaries: Boundaries
+    archive: Archive
+    facts: list[Fact]
+    request: SummaryRequest
+    repeated: bool
+    warnings: list[CompressionWarning]
+
+
+def _failed(summarizer: Any, error: BaseException) -> SummaryOutcome:
+    name = getattr(summarizer, "name", type(summarizer).__name__)
+    return SummaryOutcome(text=None, generator=str(name), error=f"{type(error).__name__}: {error}")
+
+
+class Compressor:
+    """Runs the pipeline with one config and one summarizer.
+
+    The default summarizer is the offline :class:`ExtractiveSummarizer`.
+    ``thrash_state`` may be injected (one per session) to persist the
+    anti-thrash memory; by default each ``Compressor`` keeps its own.
+    """
+
+    def __init__(
+        self,
+        config: CompressionConfig | None = None,
+        summarizer: Summarizer | None = None,
+        *,
+        thrash_state: ThrashState | None = None,
+        counter: TokenCounter | None = None,
+        profile: Profile = "openai",
+    ) -> None:
+        self.config = config or CompressionConfig()
+        self._summarizer = summarizer
+        self.thrash_state = thrash_state if thrash_state is not None else ThrashState()
+        self.counter = counter or default_counter
+        self.profile: Profile = profile
+
+    @property
+    def summarizer(self) -> Summarizer:
+        if self._summarizer is None:
+            from .summarize import ExtractiveSummarizer
+
+            self._summarizer = ExtractiveSummarizer()
+        return self._summarizer
+
+    # ------------------------------------------------------------------ public
+
+    def should_compress(self, messages: Sequence[dict[str, Any]]) -> bool:
+        """True when the history reached the trigger (tokens, not messages) and auto compression is on."""
+        if self.thrash_state.stopped:
+            return False
+        return self.counter.count(messages) >= self.config.trigger_tokens
+
+    def compress(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        focus_topic: str | None = None,
+        keep_prefix: int = 0,
+        on_stage: OnStage | None = None,
+        on_archive: OnArchive | None = None,
+    ) -> CompressionResult:
+        """Compress ``messages`` (never mutated). The output always validates."""
+        plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive)
+        if isinstance(plan, CompressionResult):
+            return plan
+        summarizer = self.summarizer
+        try:
+            outcome = summarizer.summarize(plan.request)
+        except Exception as exc:  # the protocol says never raise; a broken one must not crash us
+            outcome = _failed(summarizer, exc)
+        return self._finish(plan, outcome)
+
+    async def acompress(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        focus_topic: str | None = None,
+        keep_prefix: int = 0,
+        on_stage: OnStage | None = None,
+        on_archive: OnArchive | None = None,
+    ) -> CompressionResult:
+        """Like :meth:`compress`, awaiting the summarizer."""
+        plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive)
+        if isinstance(plan, CompressionResult):
+            return plan
+        summarizer = self.summarizer
+        try:
+            outcome = await summarizer.asummarize(plan.request)
+        except Exception as exc:
+            outcome = _failed(summarizer, exc)
+        return self._finish(plan, outcome)
+
+    def resummarize(
+        self,
+        archive_messages: Sequence[dict[str, Any]],
+        *,
+        start_index: int = 0,
+        focus_topic: str | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> tuple[SummaryOutcome, list[Fact]]:
+        """Summarize archived originals again (the console's re-summarize). Never raises."""
+        summarizer = summarizer or self.summarizer
+        request, facts, _ = self._request(list(archive_messages), start_index, focus_topic)
+        try:
+            outcome = summarizer.summarize(request)
+        except Exception as exc:
+            outcome = _failed(summarizer, exc)
+        return outcome, facts
+
+    async def aresummarize(
+        self,
+        archive_messages: Sequence[dict[str, Any]],
+        *,
+        start_index: int = 0,
+        focus_topic: str | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> tuple[SummaryOutcome, list[Fact]]:
+        """Async :meth:`resummarize`."""
+        summarizer = summarizer or self.summarizer
+        request, facts, _ = self._request(list(archive_messages), start_index, focus_topic)
+        try:
+            outcome = await summarizer.asummarize(request)
+        except Exception as exc:
+            outcome = _failed(summarizer, exc)
+        return outcome, facts
+
+    # ------------------------------------------------------------------ steps
+
+    def _request(
+        self,
+        segment: list[dict[str, Any]],
+        start_index: int,
+        focus_topic: str | None,
+        lossy: Sequence[tuple[int, dict[str, Any]]] = (),
+    ) -> tuple[SummaryRequest, list[Fact], list[CompressionWarning]]:
+        """Build the summary request. ``lossy``: (index, original) of kept messages that pruning shortened,
+        whose facts would otherwise be in neither the summary nor the output."""
+        warnings: list[CompressionWarning] = []
+        facts: list[Fact] = []
+        previous: str | None = None
+        try:
+            from .facts import extract_facts, find_previous_summary, select_facts
+
+            facts = extract_facts(segment, start_index=start_index)
+            if lossy:
+                for index, original in lossy:
+                    facts.extend(extract_facts([original], start_index=index))
+                facts = select_facts(facts)
+            previous = find_previous_summary(segment)
+        except Exception as exc:  # facts are a bonus: a bug there must not stop compression
+            warnings.append(CompressionWarning("facts_failed", f"fact extraction failed: {type(exc).__name__}: {exc}"))
+        request = SummaryRequest(
+            messages=segment,
+            start_index=start_index,
+            facts=facts,
+            focus_topic=focus_topic,
+            previous_summary=previous,
+            max_tokens=self.config.effective_summary_max_tokens,
+            input_tokens=self.config.effective_summary_input_tokens,
+        )
+        return request, facts, warnings
+
+    def _prepare(
+        self,
+        messages: Sequence[dict[str, Any]],
+        focus_topic: str | None,
+        keep_prefix: int,
+        on_stage: OnStage | None,
+        on_archive: OnArchive | None,
+    ) -> _Plan | CompressionResult:
+        messages = list(messages)
+        stages = _Stages(on_stage)
+        counts = stages.start("prune")
+        token_counts = self.counter.per_message(messages)
+        tokens_before = sum(token_counts)
+        pruned = prune_tool_outputs(
+            messages,
+            self.config,
+            self.counter,
+            token_counts=token_counts,
+            stop_after_tokens=self.config.effective_tail_tokens,
+            keep_from=latest_user_index(messages),
+        )
+        counts.update(messages=len(messages), tokens=tokens_before, **pruned.counts())
+
+        counts = stages.start("boundaries")
+        bounds = resolve_boundaries(
+            pruned.messages, self.config, self.counter, keep_prefix, token_counts=pruned.token_counts
+        )
+        counts.update(head=bounds.head_end, middle=bounds.middle_size, tail=bounds.total - bounds.tail_start)
+        middle = messages[bounds.head_end : bounds.tail_start]
+        if all(_is_ours(m) for m in middle):
+            why = "no middle segment" if not middle else "the middle holds only an earlier summary"
+            warning = CompressionWarning("nothing_to_compress", f"nothing to compress: {why}")
+            return self._unchanged(messages, stages, tokens_before, bounds, [warning])
+
+        counts = stages.start("archive")
+        archive = Archive.of(messages, bounds.head_end, bounds.tail_start)
+        counts.update(messages=len(archive), sha256=archive.sha256)
+        if on_archive is not None:
+            on_archive(archive)  # the caller stores it before any model sees the segment
+
+        counts = stages.start("summarize")
+        lossy = [(p.index, messages[p.index]) for p in pruned.items if p.index >= bounds.tail_start]
+        request, facts, warnings = self._request(archive.messages, archive.start, focus_topic, lossy)
+        counts.update(facts=len(facts), previous_summary=request.previous_summary is not None)
+        return _Plan(
+            messages=messages,
+            stages=stages,
+            tokens_before=tokens_before,
+            pruned=pruned,
+            boundaries=bounds,
+            archive=archive,
+            facts=facts,
+            request=request,
+            repeated=any(_is_summary(m) for m in messages),
+            warnings=warnings,
+        )
+
+    def _finish(self, plan: _Plan, outcome: SummaryOutcome) -> CompressionResult:
+        stages, bounds, archive = plan.stages, plan.boundaries, plan.archive
+        warnings = plan.warnings
+        summary_counts = stages.stats[-1].counts
+        summary_counts.update(ok=outcome.ok, generator=outcome.generator)
+
+        counts = stages.start("assemble")
+        summary_id = f"sum_{uuid.uuid4().hex[:16]}"
+        if outcome.ok:
+            body = outcome.text or ""
+            limit = self.config.effective_summary_max_tokens
+            size = self.counter.text(body)
+            if size > limit * 1.25:
+                warnings.append(CompressionWarning("summary_over_budget", f"summary has {size} tokens, budget {limit}"))
+        else:
+            body = render_failure_body(
+                len(archive), plan.facts, outcome.error, max_chars=self.config.effective_summary_max_tokens * 3
+            )
+            warnings.append(
+                CompressionWarning(
+                    "summary_failed",
+                    f"summarizer {outcome.generator} failed ({outcome.error}); "
+                    f"{len(archive)} messages archived without a summary",
+                )
+            )
+        header = SummaryHeader(
+            summary_id=summary_id,
+            generator=outcome.generator if outcome.ok else "none",
+            model=outcome.model,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            archived_range=(archive.start, archive.end),
+            archive_sha256=archive.sha256,
+        )
+        head = plan.messages[: bounds.head_end]  # the head is protected: original messages, never pruned
+        tail = plan.pruned.messages[bounds.tail_start :]
+        assembled = assemble(head, tail, body, header)
+        counts.update(messages=len(assembled))
+
+        counts = stages.start("validate")
+        repaired, report = repair_messages(assembled, self.profile)
+        violations = validate_messages(repaired, self.profile)
+        counts.update(violations=len(violations), repaired=report.changed)
+        tokens_after = self.counter.count(repaired)
+        stages.end()
+        if tokens_after >= plan.tokens_before:
+            warning = CompressionWarning(
+                "no_token_savings",
+                f"compressed history ({tokens_after} tokens) is not smaller than the input ({plan.tokens_before})",
+            )
+            return self._unchanged(plan.messages, stages, plan.tokens_before, bounds, [*warnings, warning])
+
+        warnings.extend(self._track_thrash(tokens_after, plan.repeated))
+        return CompressionResult(
+            messages=repaired,
+            was_compressed=True,
+            tokens_before=plan.tokens_before,
+            tokens_after=tokens_after,
+            summary_text=outcome.text if outcome.ok else None,
+            summary=outcome,
+            summary_id=summary_id,
+            archive=archive,
+            boundaries=bounds,
+            stages=stages.stats,
+            pruned=[p for p in plan.pruned.items if p.index >= bounds.tail_start],
+            facts=plan.facts,
+            warnings=warnings,
+            repair=report,
+        )
+
+    def _unchanged(
+        self,
+        messages: list[dict[str, Any]],
+        stages: _Stages,
+        tokens_before: int,
+        bounds: Boundaries | None,
+        warnings: list[CompressionWarning],
+    ) -> CompressionResult:
+        counts = stages.start("validate")
+        repaired, report = repair_messages(messages, self.profile)
+        counts.update(repaired=report.changed)
+        stages.end()
+        tokens_after = self.counter.count(repaired) if report.changed else tokens_before
+        if report.changed:
+            warnings.append(CompressionWarning("input_repaired", "the input's tool-call structure was repaired"))
+        if tokens_after >= self.config.trigger_tokens:
+            warnings.extend(self._track_thrash(tokens_after, repeated=True))
+        return CompressionResult(
+            messages=repaired,
+            was_compressed=False,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            boundaries=bounds,
+            stages=stages.stats,
+            warnings=warnings,
+            repair=report,
+        )
+
+    def _track_thrash(self, tokens_after: int, repeated: bool) -> list[CompressionWarning]:
+        state, trigger = self.thrash_state, self.config.trigger_tokens
+        if tokens_after < trigger:
+            state.reset()
+            return []
+        out = [CompressionWarning("still_over_threshold", f"{tokens_after} tokens left, trigger is {trigger}")]
+        state.ineffective += 1
+        if repeated:
+            out.append(
+                CompressionWarning(
+                    "repeated_compression",
+                    f"compressed again and still over the trigger ({state.ineffective} times in a row)",
+                )
+            )
+        if state.ineffective >= self.config.max_ineffective_compressions and not state.stopped:
+            state.stopped = True
+            out.append(
+                CompressionWarning(
+                    "auto_compression_stopped",
+                    "automatic compression is off for this history: compressing does not get it under the trigger",
+                )
+            )
+        return out
+
+
+def _is_summary(message: Any) -> bool:
+    return isinstance(message, dict) and is_summary_message(message)
+
+
+def _is_ours(message: Any) -> bool:
+    """A message an earlier compression inserted (summary, bridge, acknowledgement)."""
+    return isinstance(message, dict) and (is_summary_message(message) or is_inserted_message(message))

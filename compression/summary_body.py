@@ -1,0 +1,158 @@
+"""The summary body: fixed English section headings, the code-written ``## Pinned facts``, a size cap.
+
+Both summarizers produce the same shape::
+
+    ## Focus                        (only when a focus topic matched something)
+    ## Decisions
+    ## Files and identifiers
+    ## Errors
+    ## Constraints and preferences
+    ## Progress and next steps
+    ## Key tool results
+    ## Pinned facts                 (always, appended by code; parsed back by facts.py)
+
+:func:`finalize_summary` strips whatever a model wrote under ``## Pinned
+facts``, appends the code's own section, and caps the whole body at a token
+budget, giving pinned facts priority, so repeated compressions do not grow it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .facts import PINNED_HEADING, render_fact
+from .tokens import count_text_tokens
+from .types import Fact
+
+FOCUS = "## Focus"
+SECTION_HEADINGS: tuple[str, ...] = (
+    "## Decisions",
+    "## Files and identifiers",
+    "## Errors",
+    "## Constraints and preferences",
+    "## Progress and next steps",
+    "## Key tool results",
+)
+ALL_HEADINGS: tuple[str, ...] = (FOCUS, *SECTION_HEADINGS, PINNED_HEADING)
+
+_HEADING = re.compile(r"^#{1,3}\s+(.+?)\s*$", re.M)
+_CANONICAL = {h[3:].lower(): h for h in ALL_HEADINGS}
+
+#: share of the cap the pinned facts may take (the prose keeps at least the rest) before facts are dropped
+PINNED_SHARE = 0.85
+
+
+def parse_sections(body: str) -> dict[str, list[str]]:
+    """Map heading -> lines of a markdown body; text before the first heading goes under ``""``.
+
+    Headings are matched case-insensitively to the fixed ones (``# Errors`` and
+    ``## errors`` both become ``## Errors``); unknown headings are kept as written.
+    """
+    sections: dict[str, list[str]] = {}
+    current = ""
+    for line in body.splitlines():
+        m = _HEADING.match(line)
+        if m:
+            title = m.group(1).strip().rstrip(":")
+            current = _CANONICAL.get(title.lower(), "## " + title)
+            sections.setdefault(current, [])
+            continue
+        if line.strip():
+            sections.setdefault(current, []).append(line.rstrip())
+    return sections
+
+
+def render_sections(sections: dict[str, list[str]]) -> str:
+    """Markdown text of ``sections`` in the fixed order (unknown sections after, pinned facts excluded)."""
+    order = [h for h in ALL_HEADINGS if h != PINNED_HEADING]
+    order += [h for h in sections if h not in ALL_HEADINGS and h]
+    parts = []
+    if sections.get(""):
+        parts.append("\n".join(sections[""]))
+    for heading in order:
+        lines = sections.get(heading)
+        if lines:
+            parts.append(heading + "\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+#: kinds dropped whole, lowest first, before the balanced trimming of the middle kinds
+_DROP_FIRST = ("identifier", "command")
+#: kinds trimmed together: the one with most lines loses its oldest line first
+_BALANCED = ("decision", "path", "error")
+
+
+def _fit_pinned(facts: Sequence[Fact], budget: int) -> list[str]:
+    lines = [render_fact(f) for f in facts]
+    costs = [count_text_tokens(line) + 1 for line in lines]
+    total = sum(costs)
+    if total <= budget:
+        return lines
+    keep = [True] * len(facts)
+
+    def drop(i: int) -> None:
+        nonlocal total
+        keep[i] = False
+        total -= costs[i]
+
+    for kind in _DROP_FIRST:
+        for i, fact in enumerate(facts):
+            if total > budget and keep[i] and fact.kind == kind:
+                drop(i)
+    while total > budget:
+        alive = {k: [i for i, f in enumerate(facts) if keep[i] and f.kind == k] for k in _BALANCED}
+        kind = max(_BALANCED, key=lambda k: len(alive[k]))
+        if not alive[kind]:
+            break
+        # what tools printed goes before what users said; within each, the oldest first
+        victims = [i for i in alive[kind] if facts[i].role not in ("user", "summary")] or alive[kind]
+        drop(victims[0])
+    for kind in ("approval", "constraint"):  # only when they alone exceed the cap
+        for i, fact in enumerate(facts):
+            if total > budget and keep[i] and fact.kind == kind:
+                drop(i)
+    return [line for line, k in zip(lines, keep, strict=True) if k]
+
+
+def _trim_prose(sections: dict[str, list[str]], budget: int) -> dict[str, list[str]]:
+    costs = {h: [count_text_tokens(line) + 1 for line in lines] for h, lines in sections.items()}
+    total = sum(sum(c) for c in costs.values()) + 4 * len(sections)
+    if total <= budget:
+        return sections
+    trimmed = {h: list(lines) for h, lines in sections.items()}
+    while total > budget:
+        # take the oldest line (the first) of the biggest section
+        heading = max(trimmed, key=lambda h: sum(costs[h]) if trimmed[h] else -1)
+        if not trimmed[heading]:
+            break
+        trimmed[heading].pop(0)
+        total -= costs[heading].pop(0)
+    return trimmed
+
+
+def finalize_summary(prose: str, facts: Sequence[Fact], max_tokens: int) -> str:
+    """The final body: ``prose`` sections (model or extractive) + the code's ``## Pinned facts``, capped.
+
+    Pinned facts get up to :data:`PINNED_SHARE` of ``max_tokens`` (more if the
+    prose is short); the prose is trimmed oldest-line-first in its biggest
+    sections to fit what is left.
+    """
+    sections = parse_sections(prose)
+    sections.pop(PINNED_HEADING, None)
+    budget = max(64, max_tokens)
+    pinned_budget = int(budget * PINNED_SHARE)
+    prose_tokens = count_text_tokens(render_sections(sections))
+    pinned_budget = max(pinned_budget, budget - prose_tokens - 8)
+    pinned_lines = _fit_pinned(facts, pinned_budget - 6)
+    pinned = PINNED_HEADING + "\n" + ("\n".join(pinned_lines) if pinned_lines else "- (none)")
+    left = budget - count_text_tokens(pinned) - 4
+    sections = _trim_prose(sections, max(0, left))
+    text = render_sections(sections)
+    body = (text + "\n\n" + pinned) if text else pinned
+    if count_text_tokens(body) > budget:  # a pathological single line: hard cut, pinned facts first
+        body = pinned
+        while pinned_lines and count_text_tokens(body) > budget:
+            pinned_lines.pop()
+            body = PINNED_HEADING + "\n" + "\n".join(pinned_lines)
+    return body.strip()

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from compression.boundaries import resolve_boundaries
+from compression.config import CompressionConfig
+from tests.compression.builders import assistant, call, calls, result, system, user
+
+
+def config(tail: int, head: int = 2) -> CompressionConfig:
+    return CompressionConfig(context_window_tokens=10_000, protect_head_messages=head, tail_tokens=tail)
+
+
+def flat(n: int) -> list[dict]:
+    return [system()] + [user(f"u{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(n)]
+
+
+def test_it_protects_the_head_by_count() -> None:
+    b = resolve_boundaries(flat(20), config(tail=30, head=3))
+    assert b.head_end == 3
+
+
+def test_it_uses_keep_prefix_when_it_is_longer_than_the_head() -> None:
+    assert resolve_boundaries(flat(20), config(tail=30), keep_prefix=6).head_end == 6
+
+
+def test_it_extends_the_head_over_tool_results() -> None:
+    history = [system(), calls(call("a"), call("b")), result("a"), result("b"), *flat(10)[1:]]
+    assert resolve_boundaries(history, config(tail=30, head=3)).head_end == 4
+
+
+def test_it_sizes_the_tail_by_tokens() -> None:
+    history = flat(40)
+    counts = [10] * len(history)
+    b = resolve_boundaries(history, config(tail=55), token_counts=counts)
+    assert b.tail_start == len(history) - 5
+    assert b.tail_tokens == 50
+
+
+def test_it_keeps_an_assistant_call_with_all_its_parallel_results() -> None:
+    history = [*flat(10), calls(call("a"), call("b"), call("c")), result("a"), result("b"), result("c"), user("go")]
+    counts = [10] * len(history)
+    b = resolve_boundaries(history, config(tail=25), token_counts=counts)
+    assert history[b.tail_start]["tool_calls"]
+    assert b.tail_start == len(history) - 5
+
+
+def test_it_keeps_a_result_separated_by_a_user_message_with_its_call() -> None:
+    history = [*flat(10), calls(call("a")), user("meanwhile"), result("a"), assistant("ok")]
+    counts = [10] * len(history)
+    b = resolve_boundaries(history, config(tail=25), token_counts=counts)
+    assert b.tail_start == len(history) - 4
+
+
+def test_it_always_keeps_the_latest_user_message_in_the_tail() -> None:
+    history = [*flat(10), user("the real question"), *[assistant(f"long {i}") for i in range(10)]]
+    counts = [10] * len(history)
+    b = resolve_boundaries(history, config(tail=30), token_counts=counts)
+    assert b.tail_start == 11
+
+
+def test_it_returns_an_empty_middle_for_short_histories() -> None:
+    b = resolve_boundaries(flat(3), config(tail=10_000))
+    assert b.is_empty and b.middle_size == 0
+
+
+def test_it_handles_an_empty_history() -> None:
+    b = resolve_boundaries([], config(tail=10))
+    assert (b.head_end, b.tail_start, b.total) == (0, 0, 0)
+
+
+def test_it_never_lets_the_tail_start_inside_the_head() -> None:
+    history = [system(), user("q"), calls(call("a")), result("a"), calls(call("b")), result("b")]
+    b = resolve_boundaries(history, config(tail=1, head=2), token_counts=[10] * 6)
+    assert b.head_end <= b.tail_start == 4
+
+
+def test_it_keeps_calls_in_flight_at_the_end_in_the_tail() -> None:
+    history = [system(), user("q"), *[assistant(f"a{i}") for i in range(8)], calls(call("a"), call("b")), result("a")]
+    b = resolve_boundaries(history, config(tail=1), token_counts=[10] * len(history))
+    assert b.tail_start == len(history) - 2
+
+
+def test_it_ignores_a_tool_result_with_an_unhashable_call_id() -> None:
+    history = [system(), user("a"), assistant("b"), {"role": "tool", "tool_call_id": [], "content": "x"}]
+    b = resolve_boundaries(history, config(tail=5, head=1), token_counts=[10] * 4)
+    assert b.head_end <= b.tail_start <= 3

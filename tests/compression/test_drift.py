@@ -1,0 +1,356 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compression.drift import DriftFinding, check_drift
+from compression.facts import extract_facts
+from compression.summarize import ExtractiveSummarizer
+from compression.types import SummaryRequest
+
+from .builders import assistant, user
+
+SAMPLES = Path("/work/shared/samples")
+
+ZH = [
+    user("帮我看看部署流程。先不要修改部署脚本 deploy/prod.sh，等我确认。"),
+    assistant("构建失败，怀疑缺少依赖 libfoo。"),
+    user("我批准执行数据库迁移。"),
+]
+EN = [
+    user("The nightly export job crashes. Find out why. Do not change anything under infra/terraform."),
+    assistant("The build fails; I suspect a missing dependency in requirements.txt."),
+    user("Approved: go ahead and run the migration on staging."),
+]
+
+
+def kinds(findings: list[DriftFinding]) -> list[str]:
+    return [f.kind for f in findings]
+
+
+class TestTrueDrift:
+    def test_it_catches_an_inverted_chinese_constraint(self) -> None:
+        findings = check_drift(
+            ZH, "## Constraints and preferences\n- 用户要求修改部署脚本 deploy/prod.sh。\n- 用户已批准执行数据库迁移。"
+        )
+        assert kinds(findings) == ["constraint_inverted"]
+        assert findings[0].severity == "high" and findings[0].source_index == 0
+        assert findings[0].evidence == {
+            "original": "先不要修改部署脚本 deploy/prod.sh，等我确认。",
+            "summary": "用户要求修改部署脚本 deploy/prod.sh。",
+        }
+
+    def test_it_catches_an_inverted_english_constraint(self) -> None:
+        findings = check_drift(
+            EN, ("- The user asked to change infra/terraform.\n- Approved: run the migration on staging.")
+        )
+        assert kinds(findings) == ["constraint_inverted"]
+
+    def test_it_judges_the_prose_even_when_pinned_facts_keep_the_constraint(self) -> None:
+        summary = (
+            "## Progress and next steps\n- 用户要求修改部署脚本 deploy/prod.sh。\n- 用户已批准执行数据库迁移。\n\n"
+            "## Pinned facts\n- [constraint] (#0) 先不要修改部署脚本 deploy/prod.sh，等我确认。"
+        )
+        assert "constraint_inverted" in kinds(check_drift(ZH, summary))
+
+    def test_it_catches_a_dropped_constraint(self) -> None:
+        findings = check_drift(ZH, "## Progress\n- 用户已批准执行数据库迁移。查看了部署流程。")
+        assert findings[0].kind == "constraint_dropped" and findings[0].severity == "high"
+        assert "identifier_missing" in kinds(findings)
+
+    def test_it_catches_a_lost_hedge(self) -> None:
+        zh = check_drift(
+            ZH, "- 构建失败：缺少依赖 libfoo。\n- 先不要修改部署脚本 deploy/prod.sh。\n- 我批准执行数据库迁移。"
+        )
+        en = check_drift(
+            EN,
+            "- The build fails because of a missing dependency in requirements.txt.\n"
+            "- Do not change anything under infra/terraform.\n"
+            "- Approved: go ahead and run the migration on staging.",
+        )
+        assert kinds(zh) == ["hedge_lost"] and kinds(en) == ["hedge_lost"]
+
+    def test_it_catches_fabricated_constraints_and_identifiers(self) -> None:
+        findings = check_drift(
+            EN,
+            "- Do not change anything under infra/terraform.\n"
+            "- The user said never to restart the payment service.\n"
+            "- Approved: go ahead and run the migration on staging.\n"
+            "- Ticket OPS-991 touches src/payments/api.py",
+        )
+        assert kinds(findings) == ["constraint_fabricated", "identifier_fabricated", "identifier_fabricated"]
+        zh = check_drift(
+            ZH, "- 先不要修改部署脚本 deploy/prod.sh。\n- 用户禁止重启数据库服务器。\n- 我批准执行数据库迁移。"
+        )
+        assert kinds(zh) == ["constraint_fabricated"]
+
+    def test_it_catches_a_fabricated_pinned_fact(self) -> None:
+        summary = (
+            "- 先不要修改部署脚本 deploy/prod.sh。\n- 我批准执行数据库迁移。\n\n"
+            "## Pinned facts\n- [approval] (#9) 我批准删除生产数据。"
+        )
+        assert kinds(check_drift(ZH, summary)) == ["constraint_fabricated"]
+
+    def test_it_catches_an_approval_turned_into_a_refusal(self) -> None:
+        findings = check_drift(ZH, "- 先不要修改部署脚本 deploy/prod.sh。\n- 用户没有批准执行数据库迁移。")
+        assert kinds(findings) == ["constraint_inverted"]
+
+    def test_it_serializes_findings(self) -> None:
+        (finding,) = check_drift(
+            EN, ("- The user asked to change infra/terraform.\n- Approved: run the migration on staging.")
+        )
+        data = finding.to_dict()
+        assert data["kind"] == "constraint_inverted" and data["evidence"]["summary"].startswith("The user asked")
+        json.dumps(data)
+
+
+class TestFaithfulSummaries:
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "## Constraints and preferences\n- 用户要求先不要修改部署脚本 deploy/prod.sh，等确认。\n"
+            "- 用户已批准执行数据库迁移。\n## Errors\n- 构建失败，怀疑缺少依赖 libfoo。",
+            "- 部署脚本 deploy/prod.sh 暂不修改，需等用户确认。\n- 数据库迁移已获用户批准。\n"
+            "- 构建失败，可能缺少依赖 libfoo。",
+            "- 先不要修改部署脚本 deploy/prod.sh，等我确认。\n- 我批准执行数据库迁移。",
+        ],
+    )
+    def test_it_raises_no_alarm_on_faithful_chinese_summaries(self, summary: str) -> None:
+        assert check_drift(ZH, summary) == []
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "- The user forbade changes under infra/terraform.\n"
+            "- The user approved running the migration on staging.\n"
+            "- Build fails; suspected missing dependency in requirements.txt.",
+            "## Constraints\n- Do not change anything under infra/terraform.\n## Progress\n"
+            "- Investigating why the nightly export job crashes; migration on staging approved.",
+            "- infra/terraform must stay untouched.\n"
+            "- Migration on staging: approved by the user.\n"
+            "- Possibly a missing dependency in requirements.txt.",
+        ],
+    )
+    def test_it_raises_no_alarm_on_faithful_english_summaries(self, summary: str) -> None:
+        assert check_drift(EN, summary) == []
+
+    def test_it_accepts_a_hedge_confirmed_later(self) -> None:
+        messages = EN + [assistant("Confirmed: a missing dependency in requirements.txt breaks the build.")]
+        summary = (
+            "- Do not change anything under infra/terraform.\n"
+            "- Approved: go ahead and run the migration on staging.\n"
+            "- The build fails because of a missing dependency in requirements.txt."
+        )
+        assert check_drift(messages, summary) == []
+
+    def test_it_finds_nothing_in_extractive_summaries_of_the_samples(self) -> None:
+        coding = json.loads((SAMPLES / "coding_export_job.json").read_text())
+        lines = (SAMPLES / "wechat_wxid_demo01.jsonl").read_text().splitlines()
+        wechat = [json.loads(line) for line in lines[1:]]
+        for messages in (coding, wechat):
+            for start, end in ((1, len(messages) - 1), (3, len(messages) - 2), (2, 12)):
+                segment = messages[start:end]
+                request = SummaryRequest(segment, start, extract_facts(segment, start), max_tokens=600)
+                text = ExtractiveSummarizer().summarize(request).text or ""
+                assert check_drift(segment, text) == [], (start, end)
+
+    def test_it_returns_nothing_for_an_empty_summary(self) -> None:
+        assert check_drift(ZH, "") == []
+
+
+class TestSummaryMessages:
+    def test_it_reads_a_whole_summary_message(self) -> None:
+        from compression.summary_message import SummaryHeader, render_summary_message
+
+        header = SummaryHeader("s1", "openai", "m", "t", (0, 3), None)
+        message = render_summary_message(
+            "## Constraints\n- 用户要求修改部署脚本 deploy/prod.sh。\n- 我批准执行数据库迁移。", header
+        )
+        assert kinds(check_drift(ZH, message["content"])) == ["constraint_inverted"]
+
+    def test_it_uses_constraints_pinned_in_an_earlier_summary(self) -> None:
+        from compression.summary_message import SummaryHeader, render_summary_message
+
+        header = SummaryHeader("s0", "extractive", None, "t", (0, 9), None)
+        earlier = render_summary_message("## Pinned facts\n- [constraint] 先不要修改部署脚本。", header)
+        messages = [earlier, user("继续检查日志。")]
+        assert kinds(check_drift(messages, "- 用户要求修改部署脚本。")) == ["constraint_inverted"]
+        assert check_drift(messages, "## Pinned facts\n- [constraint] 先不要修改部署脚本。") == []
+
+
+class TestRequirements:
+    MESSAGES = [user("Only use the staging cluster for load tests."), user("必须先备份数据库再迁移。")]
+
+    def test_it_accepts_a_restated_requirement(self) -> None:
+        summary = "- Load tests run on the staging cluster.\n- 迁移前先备份数据库。"
+        assert check_drift(self.MESSAGES, summary) == []
+
+    def test_it_catches_a_negated_requirement(self) -> None:
+        summary = "- Load tests do not use the staging cluster.\n- 迁移前先备份数据库。"
+        assert kinds(check_drift(self.MESSAGES, summary)) == ["constraint_inverted"]
+        summary = "- Only use the staging cluster for load tests.\n- 不用备份数据库，直接迁移。"
+        assert kinds(check_drift(self.MESSAGES, summary)) == ["constraint_inverted"]
+
+    def test_it_catches_a_dropped_requirement(self) -> None:
+        assert kinds(check_drift(self.MESSAGES, "- 迁移前先备份数据库。")) == ["constraint_dropped"]
+
+
+class TestContext:
+    HISTORY = [
+        {"role": "system", "content": "You are a coding agent."},
+        user("The nightly export job crashes. Do not change anything under infra/terraform."),
+        assistant("Looking at the logs."),
+        user("Try a smaller batch."),
+    ]
+
+    def test_it_catches_an_inverted_constraint_from_the_head(self) -> None:
+        segment = self.HISTORY[2:3]
+        summary = "- The user asked to change infra/terraform.\n- Looking at the logs."
+        assert check_drift(segment, summary) == []  # the segment alone does not hold the constraint
+        findings = check_drift(segment, summary, context_messages=self.HISTORY)
+        assert kinds(findings) == ["constraint_inverted"] and findings[0].source_index == 1
+
+    def test_it_does_not_ask_the_summary_to_repeat_head_constraints(self) -> None:
+        assert check_drift(self.HISTORY[2:3], "- Looking at the logs.", context_messages=self.HISTORY) == []
+
+
+# A small corpus: faithful paraphrases (no finding expected) and true drifts (the kind expected).
+FAITHFUL = [
+    (
+        [
+            user("Please fix the flaky test in tests/test_api.py. Don't touch the CI config."),
+            assistant("The test seems to fail because of a race in the fixture."),
+        ],
+        (
+            "## Decisions\n"
+            "- Fixing the flaky test in tests/test_api.py.\n"
+            "## Constraints and preferences\n"
+            "- Don't touch the CI config.\n"
+            "## Errors\n"
+            "- Flaky failure, possibly a race in the fixture (unconfirmed)."
+        ),
+    ),
+    (
+        [user("Never commit directly to main; open a PR instead."), assistant("I'll open PR-style branch feature/x.")],
+        (
+            "## Constraints and preferences\n"
+            "- No direct commits to main; changes go through a PR.\n"
+            "## Progress and next steps\n"
+            "- Work continues on branch feature/x."
+        ),
+    ),
+    (
+        [
+            user("You must not restart the database during business hours."),
+            assistant("Understood, I'll schedule the restart for 22:00."),
+        ],
+        (
+            "## Constraints and preferences\n"
+            "- The database must not be restarted during business hours.\n"
+            "## Progress and next steps\n"
+            "- Restart scheduled for 22:00 (outside business hours)."
+        ),
+    ),
+    (
+        [
+            user("Avoid adding new dependencies."),
+            assistant("I used the standard library json module instead of orjson."),
+        ],
+        (
+            "## Decisions\n"
+            "- Used the standard library json module rather than adding orjson,"
+            " since new dependencies are to be avoided.\n"
+        ),
+    ),
+    (
+        [user("别动生产环境的配置，先在测试环境验证。"), assistant("好的，我先在测试环境验证。")],
+        "## 约束\n- 不要改动生产环境配置，先在测试环境验证。\n## 进展\n- 正在测试环境验证。",
+    ),
+    (
+        [user("禁止删除任何日志文件。"), assistant("日志目录占用 40GB，可能需要清理。")],
+        (
+            "## Constraints and preferences\n"
+            "- 用户禁止删除任何日志文件。\n"
+            "## Key tool results\n"
+            "- 日志目录占用 40GB，可能需要清理（未执行，受约束限制）。"
+        ),
+    ),
+    (
+        [user("先不要发布新版本，等QA确认。"), assistant("构建已完成，版本 v2.3.0 待发布。")],
+        "## 约束与偏好\n- 暂不发布新版本，需等待 QA 确认。\n## 进展\n- 构建完成，v2.3.0 待发布，等待 QA。",
+    ),
+    (
+        [user("Don't deploy on Friday."), assistant("Deployment is planned for Monday.")],
+        "- Deployment planned for Monday; the user does not want deploys on Friday.",
+    ),
+    (
+        [user("I approve the schema migration for staging."), assistant("Running the migration on staging now.")],
+        (
+            "## Constraints and preferences\n"
+            "- Approval: schema migration on staging approved by the user.\n"
+            "## Progress\n"
+            "- Migration on staging is running."
+        ),
+    ),
+    (
+        [user("只能修改 src/ 目录下的文件。"), assistant("已修改 src/app.py。")],
+        "## 约束\n- 只允许修改 src/ 目录下的文件。\n## 进展\n- 已修改 src/app.py。",
+    ),
+    (
+        [
+            user("Do not delete the old tables yet."),
+            assistant("The old tables are still referenced by the reporting job."),
+        ],
+        (
+            "## Constraints\n"
+            "- Keep the old tables for now (do not delete yet).\n"
+            "## Key tool results\n"
+            "- The old tables are still referenced by the reporting job."
+        ),
+    ),
+    (
+        [user("千万不要在周末重启网关。"), assistant("网关重启安排在周一早上。")],
+        "- 约束：周末不重启网关。\n- 网关重启安排在周一早上。",
+    ),
+]
+
+DRIFTED = [
+    (
+        [user("Please fix the flaky test. Don't touch the CI config.")],
+        "- The user asked to touch the CI config.",
+        "constraint_inverted",
+    ),
+    ([user("Never commit directly to main; open a PR instead.")], "- Commit directly to main.", "constraint_inverted"),
+    (
+        [user("You must not restart the database during business hours.")],
+        "- Restart the database during business hours.",
+        "constraint_inverted",
+    ),
+    ([user("Avoid adding new dependencies.")], "- The user wants new dependencies added.", "constraint_inverted"),
+    ([user("别动生产环境的配置，先在测试环境验证。")], "- 用户要求修改生产环境的配置。", "constraint_inverted"),
+    ([user("禁止删除任何日志文件。")], "- 需要删除日志文件。", "constraint_inverted"),
+    ([user("先不要发布新版本，等QA确认。")], "- 用户要求发布新版本。", "constraint_inverted"),
+    ([user("Don't deploy on Friday.")], "- Deploy on Friday as requested.", "constraint_inverted"),
+    ([user("Don't deploy on Friday.")], "- Work continues on the release notes.", "constraint_dropped"),
+    ([user("千万不要在周末重启网关。")], "- 网关将在周末重启。", "constraint_inverted"),
+    ([user("Do not delete the old tables yet.")], "- The old tables were deleted.", "constraint_inverted"),
+    ([user("不许删除日志。")], "- 日志已删除。", "constraint_inverted"),
+    (
+        [assistant("The outage was probably caused by the cache.")],
+        "- The outage was caused by the cache.",
+        "hedge_lost",
+    ),
+    ([assistant("疑似内存泄漏导致进程崩溃。")], "- 内存泄漏导致进程崩溃。", "hedge_lost"),
+]
+
+
+class TestCorpus:
+    @pytest.mark.parametrize(("messages", "summary"), FAITHFUL)
+    def test_it_stays_quiet_on_faithful_paraphrases(self, messages: list[dict], summary: str) -> None:
+        assert check_drift(messages, summary) == []
+
+    @pytest.mark.parametrize(("messages", "summary", "kind"), DRIFTED)
+    def test_it_catches_each_drift(self, messages: list[dict], summary: str, kind: str) -> None:
+        assert kind in kinds(check_drift(messages, summary))

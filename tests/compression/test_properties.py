@@ -1,0 +1,134 @@
+"""Invariants over messy histories: the output always validates, nothing verbatim is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compression.config import CompressionConfig
+from compression.messages import latest_user_index
+from compression.pipeline import Compressor
+from compression.summary_message import BRIDGE, is_summary_message
+from compression.validate import repair_messages, validate_messages
+from tests.compression.builders import FakeSummarizer
+
+# COMPRESSION_PROPERTY_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast
+EXAMPLES = int(os.environ.get("COMPRESSION_PROPERTY_EXAMPLES", "120"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+PIPELINE_SETTINGS = settings(
+    max_examples=max(EXAMPLES // 2, 10), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+IDS = st.sampled_from(["c1", "c2", "c3", "c4", "c5", "c6"])
+TEXT = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["先不要修改部署脚本。", "Do not touch infra/terraform.", "好的", "", "path src/app.py failed"]),
+    st.builds(lambda n, s: s * n, st.integers(100, 3_000), st.sampled_from(["line of output\n", "中文输出", "x"])),
+)
+ARGS = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["path", "cmd", "content", "query"]),
+        st.one_of(st.text(max_size=20), st.builds(lambda n: '"quoted" \\ 字\n' * n, st.integers(0, 600))),
+        max_size=3,
+    ).map(json.dumps),
+    st.sampled_from(["{not json", "", "[]"]),
+)
+
+
+def tool_call(cid: str, name: str, args: str) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+CALL = st.builds(tool_call, IDS, st.sampled_from(["read_file", "terminal", "search_files", "mcp__gh__issue"]), ARGS)
+MESSAGE = st.one_of(
+    st.builds(lambda t: {"role": "user", "content": t}, TEXT),
+    st.builds(lambda t: {"role": "assistant", "content": t}, st.one_of(TEXT, st.none())),
+    st.builds(
+        lambda cs, t: {"role": "assistant", "content": t, "tool_calls": cs},
+        st.lists(CALL, min_size=1, max_size=3),
+        st.one_of(st.none(), TEXT),
+    ),
+    st.builds(lambda cid, t: {"role": "tool", "tool_call_id": cid, "content": t}, IDS, TEXT),
+    st.builds(lambda cid, t: {"role": "tool", "tool_call_id": cid, "name": "terminal", "content": t}, IDS, TEXT),
+    st.builds(lambda t: {"role": "system", "content": t}, TEXT),
+)
+HISTORY = st.lists(MESSAGE, max_size=40)
+
+JUNK_VALUE = st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=2))
+JUNK_MESSAGE = st.one_of(
+    MESSAGE,
+    st.fixed_dictionaries(
+        {"role": st.one_of(st.sampled_from(["user", "assistant", "tool", "system", "robot"]), JUNK_VALUE)},
+        optional={
+            "content": st.one_of(JUNK_VALUE, st.lists(st.one_of(JUNK_VALUE, st.just({"type": "text", "text": "t"})))),
+            "tool_calls": st.one_of(JUNK_VALUE, st.lists(st.one_of(CALL, JUNK_VALUE, st.just({"id": "c1"})))),
+            "tool_call_id": st.one_of(IDS, JUNK_VALUE),
+        },
+    ),
+)
+
+
+def _is_ours(message: dict[str, Any]) -> bool:
+    return is_summary_message(message) or message.get("content") == BRIDGE
+
+
+def _latest_real_user(messages: list[dict[str, Any]]) -> int | None:
+    users = [i for i, m in enumerate(messages) if m["role"] == "user" and not is_summary_message(m)]
+    return users[-1] if users else None
+
+
+def compressor(profile: str = "openai") -> Compressor:
+    config = CompressionConfig(context_window_tokens=2_000, protect_head_messages=2)
+    return Compressor(config, FakeSummarizer(), profile=profile)  # type: ignore[arg-type]
+
+
+@SETTINGS
+@given(st.lists(JUNK_MESSAGE, max_size=30), st.sampled_from(["openai", "strict"]))
+def test_it_repairs_any_list_of_dicts_into_a_valid_history(history: list[Any], profile: Any) -> None:
+    fixed, _ = repair_messages(history, profile)
+    assert validate_messages(fixed, profile) == []
+    again, report = repair_messages(fixed, profile)
+    assert again == fixed and not report.changed
+
+
+@PIPELINE_SETTINGS
+@given(HISTORY, st.sampled_from(["openai", "strict"]))
+def test_it_always_outputs_a_valid_history_keeping_the_latest_user_message(history: list[Any], profile: str) -> None:
+    result = compressor(profile).compress(history)
+    assert validate_messages(result.messages, profile) == []  # type: ignore[arg-type]
+    latest = latest_user_index(history)
+    if latest is not None and isinstance(history[latest]["content"], str):
+        assert any(m is history[latest] or m == history[latest] for m in result.messages)
+    if result.archive is not None:
+        assert result.archive.messages == history[result.archive.start : result.archive.end]
+        assert result.archive.verify()
+
+
+@PIPELINE_SETTINGS
+@given(HISTORY)
+def test_it_compresses_its_own_output_without_breaking_it(history: list[Any]) -> None:
+    c = compressor()
+    first = c.compress(history)
+    second = c.compress(first.messages)
+    assert validate_messages(second.messages) == []
+    head = 0  # the protected head, up to the first message an earlier compression inserted
+    while head < 2 and head < len(first.messages) and not _is_ours(first.messages[head]):
+        head += 1
+    assert second.messages[:head] == first.messages[:head]
+    assert sum(is_summary_message(m) for m in second.messages) <= 1
+    if not second.was_compressed:
+        assert second.messages == first.messages
+    latest = _latest_real_user(first.messages)
+    if latest is not None:
+        assert first.messages[latest] in second.messages
+
+
+@PIPELINE_SETTINGS
+@given(st.lists(JUNK_MESSAGE, max_size=30))
+def test_it_survives_junk_messages(history: list[Any]) -> None:
+    result = compressor().compress(history)
+    assert validate_messages(result.messages) == []
