@@ -18,49 +18,8 @@ from typing import Any
 
 from .config import CompressionConfig
 from .pipeline import Compressor
+from .session_file import InputError, load_session
 from .types import Summarizer
-
-
-class InputError(Exception):
-    """The input file cannot be read as a message list."""
-
-
-def load_session(text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Parse a JSON array or an echo-agent JSONL session; return (messages, metadata)."""
-    stripped = text.lstrip()
-    if not stripped:
-        raise InputError("input is empty")
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc}") from None
-        return _check_messages(data), {}
-    metadata: dict[str, Any] = {}
-    messages: list[Any] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"line {number}: invalid JSON: {exc.msg}") from None
-        if isinstance(item, dict) and item.get("_type") == "metadata":
-            metadata = item
-            continue
-        messages.append(item)
-    return _check_messages(messages), metadata
-
-
-def _check_messages(data: Any) -> list[dict[str, Any]]:
-    if not isinstance(data, list):
-        raise InputError(f"expected a JSON array of messages, got {type(data).__name__}")
-    for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise InputError(f"message {i} is not a JSON object")
-        if not isinstance(item.get("role"), str):
-            raise InputError(f"message {i} has no string 'role'")
-    return data
 
 
 def _parser() -> argparse.ArgumentParser:

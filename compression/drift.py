@@ -141,6 +141,8 @@ _CUE_STRIP_ZH = re.compile(
 MATCH = 0.5
 #: stricter share used to call an un-negated sentence an inversion
 INVERT_MATCH = 0.75
+#: share of a hedged statement's terms a summary sentence must repeat to be "about" it
+HEDGE_MATCH = 0.6
 
 
 def _stem(word: str) -> str:
@@ -471,7 +473,7 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
         # confirmed later without a hedge: the summary may state it plainly
         if any(_confirms(p, h) for p in plain):
             continue
-        about = [s for s in prose if _overlap(h.terms, s.terms) >= INVERT_MATCH]
+        about = [s for s in prose if _overlap(h.terms, s.terms) >= HEDGE_MATCH]
         if about and not any(_HEDGE.search(s.text) for s in about):
             findings.append(
                 DriftFinding(

@@ -162,6 +162,20 @@ def _failed(summarizer: Any, error: BaseException) -> SummaryOutcome:
     return SummaryOutcome(text=None, generator=str(name), error=f"{type(error).__name__}: {error}")
 
 
+def _summarize(summarizer: Summarizer, request: SummaryRequest) -> SummaryOutcome:
+    try:
+        return summarizer.summarize(request)
+    except Exception as exc:  # the protocol says never raise; a broken one must not crash us
+        return _failed(summarizer, exc)
+
+
+async def _asummarize(summarizer: Summarizer, request: SummaryRequest) -> SummaryOutcome:
+    try:
+        return await summarizer.asummarize(request)
+    except Exception as exc:
+        return _failed(summarizer, exc)
+
+
 class Compressor:
     """Runs the pipeline with one config and one summarizer.
 
@@ -214,12 +228,7 @@ class Compressor:
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive)
         if isinstance(plan, CompressionResult):
             return plan
-        summarizer = self.summarizer
-        try:
-            outcome = summarizer.summarize(plan.request)
-        except Exception as exc:  # the protocol says never raise; a broken one must not crash us
-            outcome = _failed(summarizer, exc)
-        return self._finish(plan, outcome)
+        return self._finish(plan, _summarize(self.summarizer, plan.request))
 
     async def acompress(
         self,
@@ -234,12 +243,7 @@ class Compressor:
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive)
         if isinstance(plan, CompressionResult):
             return plan
-        summarizer = self.summarizer
-        try:
-            outcome = await summarizer.asummarize(plan.request)
-        except Exception as exc:
-            outcome = _failed(summarizer, exc)
-        return self._finish(plan, outcome)
+        return self._finish(plan, await _asummarize(self.summarizer, plan.request))
 
     def resummarize(
         self,
@@ -250,13 +254,8 @@ class Compressor:
         summarizer: Summarizer | None = None,
     ) -> tuple[SummaryOutcome, list[Fact]]:
         """Summarize archived originals again (the console's re-summarize). Never raises."""
-        summarizer = summarizer or self.summarizer
         request, facts, _ = self._request(list(archive_messages), start_index, focus_topic)
-        try:
-            outcome = summarizer.summarize(request)
-        except Exception as exc:
-            outcome = _failed(summarizer, exc)
-        return outcome, facts
+        return _summarize(summarizer or self.summarizer, request), facts
 
     async def aresummarize(
         self,
@@ -267,13 +266,8 @@ class Compressor:
         summarizer: Summarizer | None = None,
     ) -> tuple[SummaryOutcome, list[Fact]]:
         """Async :meth:`resummarize`."""
-        summarizer = summarizer or self.summarizer
         request, facts, _ = self._request(list(archive_messages), start_index, focus_topic)
-        try:
-            outcome = await summarizer.asummarize(request)
-        except Exception as exc:
-            outcome = _failed(summarizer, exc)
-        return outcome, facts
+        return await _asummarize(summarizer or self.summarizer, request), facts
 
     # ------------------------------------------------------------------ steps
 

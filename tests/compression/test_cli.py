@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compression.cli import InputError, load_session, main
+from compression.cli import main
+from compression.session_file import InputError, load_session
 from tests.compression.builders import session
 from tests.fakes.openai_server import FakeOpenAIServer
 

@@ -343,6 +343,8 @@ DRIFTED = [
         "hedge_lost",
     ),
     ([assistant("疑似内存泄漏导致进程崩溃。")], "- 内存泄漏导致进程崩溃。", "hedge_lost"),
+    # reworded while the hedge went: "I suspect X caused it" -> "the cause is X"
+    ([assistant("我怀疑是缺少依赖导致的 requirements.txt。")], "- 原因是缺少依赖 requirements.txt。", "hedge_lost"),
 ]
 
 

@@ -16,6 +16,8 @@ from celery import Celery
 from django.conf import settings
 from django.db import connection
 
+from tests.console.celery_clients import filesystem_client
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -82,20 +84,8 @@ def test_it_runs_a_task_in_a_worker_through_redis():
 
 
 def test_it_runs_a_task_in_a_worker_through_the_filesystem_broker(tmp_path):
-    broker_dir, results_dir = tmp_path / "celery-broker", tmp_path / "celery-results"
-    broker_dir.mkdir()
-    results_dir.mkdir()
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    client = Celery(
-        "test-client",
-        broker="filesystem://",
-        backend=f"file://{results_dir}",
-        broker_transport_options={
-            "data_folder_in": str(broker_dir),
-            "data_folder_out": str(broker_dir),
-            "control_folder": str(broker_dir / "control"),
-        },
-    )
+    client = filesystem_client(tmp_path)
     with celery_worker({"VAR_DIR": str(tmp_path)}, queue) as worker:
         answer = run_health_check(client, worker, queue)
     assert answer["ok"] is True

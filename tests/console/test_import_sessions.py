@@ -49,7 +49,7 @@ def test_it_reports_a_broken_line_and_writes_nothing_for_that_file(tmp_path):
     (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n")
     (tmp_path / "good.json").write_text(json.dumps([{"role": "user", "content": "fine"}]))
     out, err, error = run_import(tmp_path)
-    assert "failed   bad.jsonl: bad.jsonl line 3 is not valid JSON" in err
+    assert "failed   bad.jsonl: line 3 is not valid JSON" in err
     assert "imported good.json" in out
     assert error is not None and "1 of 2" in str(error)
     assert not Session.objects.filter(key="t:bad").exists()

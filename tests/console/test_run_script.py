@@ -12,7 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from celery import Celery
+
+from tests.console.celery_clients import filesystem_client
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.worker
@@ -51,17 +52,7 @@ def test_it_runs_web_and_worker_in_one_process_group(tmp_path):
         health = wait_for(f"http://127.0.0.1:{port}/healthz", time.monotonic() + 90)
         assert health["database"] == {"ok": True, "detail": "sqlite"}
         assert health["broker"] == {"ok": True, "detail": "filesystem"}
-        broker_dir = tmp_path / "celery-broker"
-        client = Celery(
-            "run-script-client",
-            broker="filesystem://",
-            backend=f"file://{tmp_path / 'celery-results'}",
-            broker_transport_options={
-                "data_folder_in": str(broker_dir),
-                "data_folder_out": str(broker_dir),
-                "control_folder": str(broker_dir / "control"),
-            },
-        )
+        client = filesystem_client(tmp_path)
         answer = client.send_task("console.health_check").get(timeout=90)
         assert answer == {"ok": True, "worker": socket.gethostname(), "db": True}
     finally:

@@ -25,7 +25,7 @@ class Command(BaseCommand):
                 user.set_password(DEMO_PASSWORD)
                 user.save()
             user.groups.add(Group.objects.get(name=role))
-        samples = Path(os.environ.get("DEMO_SAMPLES_DIR", settings.BASE_DIR.parent / "shared" / "samples"))
+        samples = Path(os.environ.get("DEMO_SAMPLES_DIR") or settings.BASE_DIR.parent / "shared" / "samples")
         if samples.is_dir():
             call_command("import_sessions", str(samples), skip_existing=True, stdout=self.stdout, stderr=self.stderr)
         else:

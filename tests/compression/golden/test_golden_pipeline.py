@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from compression import CompressionConfig, Compressor, ExtractiveSummarizer, validate_messages
-from compression.cli import load_session
+from compression.session_file import load_session
 from compression.summary_message import is_summary_message, parse_summary_message
 from tests.compression.builders import FakeSummarizer
 
