@@ -33,6 +33,17 @@ class CompressionConfig:
     max_ineffective_compressions: int = 2
 
     def __post_init__(self) -> None:
+        # values may come from JSON (the console's config overrides): check types, not only ranges
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.default is None:
+                continue
+            number = f.name == "trigger_ratio"
+            if isinstance(value, bool) or not isinstance(value, (int, float) if number else int):
+                raise ValueError(f"{f.name} must be {'a number' if number else 'a whole number'}, not {value!r}")
+        for name in ("tail_tokens", "prune_protect_tokens", "summary_max_tokens", "summary_input_tokens"):
+            if (getattr(self, name) or 0) < 0:
+                raise ValueError(f"{name} must not be negative")
         if self.context_window_tokens < 256:
             raise ValueError("context_window_tokens must be at least 256")
         if not 0.05 <= self.trigger_ratio <= 1.0:
