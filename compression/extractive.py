@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .facts import COMPRESSOR_TEXTS, has_error_hint, is_decision, is_prohibition, split_sentences, windowed
-from .messages import call_arguments, call_name, content_text
+from .messages import call_arguments, call_name, content_text, one_line
 from .secrets import mask_secrets
 from .summary_body import FOCUS, finalize_summary, parse_sections, render_sections
 from .summary_message import is_summary_message
@@ -66,8 +66,7 @@ _MAX_LINE = 240
 
 
 def _short(text: str, limit: int = _MAX_LINE) -> str:
-    text = " ".join(text[: limit * 2].split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return one_line(text, limit)
 
 
 def _focus_terms(topic: str | None) -> set[str]:

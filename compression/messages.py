@@ -105,6 +105,15 @@ def content_text(message: Any) -> str:
     return ""
 
 
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (white space folded), cut to ``limit`` characters with an ellipsis.
+
+    Only the first ``2 * limit`` characters are looked at, so a huge text costs no more than a short one.
+    """
+    text = " ".join(text[: limit * 2].split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def call_index(messages: Sequence[Any]) -> dict[str, tuple[int, dict[str, Any]]]:
     """Map tool_call id -> (index of the assistant message, the call). Later calls win on duplicate ids."""
     index: dict[str, tuple[int, dict[str, Any]]] = {}

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from .messages import one_line
 from .prompt import PROMPT_HASH, PROMPT_VERSION, build_prompt
 from .serialize import serialize_segment
 from .summary_body import finalize_summary
@@ -279,18 +280,18 @@ def _describe(exc: Exception, timeout: float) -> tuple[str, float | None, bool]:
         wait = f"; retry after {retry_after:.0f}s" if retry_after is not None else ""
         return f"rate limited by the endpoint (HTTP 429){wait}", retry_after, False
     if isinstance(exc, openai.APIStatusError):
-        return f"the endpoint answered HTTP {exc.status_code}: {_short(str(exc.message))}", None, False
+        return f"the endpoint answered HTTP {exc.status_code}: {one_line(str(exc.message), 200)}", None, False
     if isinstance(exc, openai.APITimeoutError):
         return f"the endpoint did not answer within {timeout:g}s (timeout)", None, False
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
-        detail = f": {_short(str(cause))}" if cause else ""
+        detail = f": {one_line(str(cause), 200)}" if cause else ""
         return f"connection to the endpoint failed{detail}", None, False
     if isinstance(exc, openai.APIResponseValidationError):
         return "the endpoint's answer is not a valid chat completion", None, False
     if isinstance(exc, ValueError):  # JSON decoding of a garbage body
-        return f"the endpoint's answer is not valid JSON: {_short(str(exc))}", None, False
-    return f"summarizer failed: {type(exc).__name__}: {_short(str(exc))}", None, False
+        return f"the endpoint's answer is not valid JSON: {one_line(str(exc), 200)}", None, False
+    return f"summarizer failed: {type(exc).__name__}: {one_line(str(exc), 200)}", None, False
 
 
 def _retry_after(exc: Any) -> float | None:
@@ -305,8 +306,3 @@ def _retry_after(exc: Any) -> float | None:
             except ValueError:
                 continue
     return None
-
-
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

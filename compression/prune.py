@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .config import CompressionConfig
-from .messages import call_index, role_of
+from .messages import call_index, content_text, role_of
 from .tokens import TokenCounter, default_counter
 
 DUPLICATE_NOTE = "(duplicate result, see latest)"
@@ -253,15 +253,6 @@ def truncate_arguments(arguments: str, limit: int) -> str | None:
     return json.dumps(shortened, ensure_ascii=False)
 
 
-def _text_of(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") for p in content if isinstance(p, dict)]
-        return "\n".join(t for t in texts if isinstance(t, str))
-    return None
-
-
 def _tool_identity(message: dict[str, Any], calls: dict[str, tuple[int, dict[str, Any]]]) -> tuple[str, str]:
     """(tool name, call arguments) of a tool result: its own ``name``, else its call's."""
     cid = message.get("tool_call_id")
@@ -348,9 +339,9 @@ def _prune_result(
     min_chars: int,
 ) -> tuple[dict[str, Any], str, str] | None:
     """The replacement for one tool result, or ``None``; records it as seen either way."""
-    text = _text_of(m.get("content"))
-    if text is None:
+    if not isinstance(m.get("content"), str | list):
         return None
+    text = content_text(m)
     name, arguments = _tool_identity(m, calls)
     content_key = (name, text)
     # a command run twice can print different things: only read-like tools dedupe on arguments
