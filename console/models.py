@@ -2,25 +2,64 @@
 
 A message is stored once, keyed by the sha256 of its canonical JSON; a history
 is an ordered list of those keys (one row per entry, so an append costs what is
-appended). Later issues add compression runs, archives, summaries and drift
-cases on top of the same message table.
+appended). Runs keep their input and output histories as key lists, so a run
+shares storage with its session and a diff is an alignment of two key lists.
+Archives and summary texts are immutable once written; every operator change
+writes an AuditEvent.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from typing import Any
 
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from compression.messages import message_sha256
+from compression.messages import content_text, message_sha256
 from compression.tokens import count_tokens
+
+
+class Immutable(models.Model):
+    """Rows written once. ``MUTABLE_FIELDS`` may still change through ``save(update_fields=...)``."""
+
+    MUTABLE_FIELDS: frozenset[str] = frozenset()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            fields = set(kwargs.get("update_fields") or ())
+            if not fields or not fields <= self.mutable_fields():
+                raise ValueError(f"{type(self).__name__} rows are immutable once written")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError(f"{type(self).__name__} rows cannot be deleted")
+
+    def mutable_fields(self) -> frozenset[str]:
+        return self.MUTABLE_FIELDS
+
+
+def searchable_text(message: dict[str, Any]) -> str:
+    """What search looks at: the content plus tool names and arguments."""
+    parts = [content_text(message)]
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, dict) and isinstance(call.get("function"), dict):
+            parts.append(f"{call['function'].get('name', '')} {call['function'].get('arguments', '')}")
+    return "\n".join(p for p in parts if p)
 
 
 class Message(models.Model):
     sha256 = models.CharField(max_length=64, primary_key=True)
     role = models.CharField(max_length=16)
     data = models.JSONField()
+    #: content and tool-call text, for search
+    text = models.TextField(blank=True, default="")
     tokens = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -35,9 +74,35 @@ class Message(models.Model):
         new: dict[str, Message] = {}
         for key, data in zip(keys, messages, strict=True):
             if key not in existing and key not in new:
-                new[key] = cls(sha256=key, role=str(data.get("role", "")), data=data, tokens=count_tokens([data]))
+                new[key] = cls(
+                    sha256=key,
+                    role=str(data.get("role", "")),
+                    data=data,
+                    text=searchable_text(data),
+                    tokens=count_tokens([data]),
+                )
         cls.objects.bulk_create(new.values(), ignore_conflicts=True, batch_size=500)
         return keys
+
+    @classmethod
+    def load(cls, keys: list[str]) -> list[dict[str, Any]]:
+        """The messages for ``keys``, in order (one query per 2,000 distinct keys)."""
+        found: dict[str, dict[str, Any]] = {}
+        distinct = list(dict.fromkeys(keys))
+        for i in range(0, len(distinct), 2000):
+            found.update(cls.objects.filter(sha256__in=distinct[i : i + 2000]).values_list("sha256", "data"))
+        missing = [k for k in distinct if k not in found]
+        if missing:
+            raise LookupError(f"{len(missing)} stored messages are missing (first {missing[0][:12]})")
+        return [found[k] for k in keys]
+
+    @classmethod
+    def token_total(cls, keys: list[str]) -> int:
+        tokens: dict[str, int] = {}
+        distinct = list(dict.fromkeys(keys))
+        for i in range(0, len(distinct), 2000):
+            tokens.update(cls.objects.filter(sha256__in=distinct[i : i + 2000]).values_list("sha256", "tokens"))
+        return sum(tokens.get(k, 0) for k in keys)
 
 
 class Session(models.Model):
@@ -51,6 +116,9 @@ class Session(models.Model):
     #: a prefix of this many messages that compression never rewrites
     last_consolidated = models.PositiveIntegerField(default=0)
     context_window_tokens = models.PositiveIntegerField(default=128_000)
+    #: anti-thrash memory shared by every worker: compressions in a row that left it over the trigger
+    ineffective_compressions = models.PositiveIntegerField(default=0)
+    auto_compression_stopped = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -72,23 +140,44 @@ class Session(models.Model):
             self.channel = self.key.split(":", 1)[0][:64]
         super().save(*args, **kwargs)
 
+    def keys(self) -> list[str]:
+        return list(self.entries.order_by("position").values_list("message_id", flat=True))
+
     def messages(self) -> list[dict[str, Any]]:
-        entries = self.entries.select_related("message").order_by("position")
-        return [entry.message.data for entry in entries]
+        return Message.load(self.keys())
 
     def append(self, messages: list[dict[str, Any]]) -> None:
         """Append to the history; costs what is appended. Call inside a transaction."""
         keys = Message.store(messages)
-        tokens = dict(Message.objects.filter(sha256__in=set(keys)).values_list("sha256", "tokens"))
         start = self.message_count
         SessionEntry.objects.bulk_create(
             [SessionEntry(session=self, position=start + i, message_id=key) for i, key in enumerate(keys)],
             batch_size=500,
         )
         self.message_count = start + len(keys)
-        self.token_count += sum(tokens[key] for key in keys)
+        self.token_count += Message.token_total(keys)
         self.version += 1
         self.save(update_fields=["message_count", "token_count", "version", "channel", "updated_at"])
+
+    def replace_from(self, old_keys: list[str], new_keys: list[str]) -> None:
+        """Make the history ``new_keys``, rewriting only the entries after the shared prefix.
+
+        ``old_keys`` must be the current history (the caller holds the row lock).
+        """
+        same = 0
+        for a, b in zip(old_keys, new_keys, strict=False):
+            if a != b:
+                break
+            same += 1
+        self.entries.filter(position__gte=same).delete()
+        SessionEntry.objects.bulk_create(
+            [SessionEntry(session=self, position=same + i, message_id=key) for i, key in enumerate(new_keys[same:])],
+            batch_size=500,
+        )
+        self.message_count = len(new_keys)
+        self.token_count = Message.token_total(new_keys)
+        self.version += 1
+        self.save(update_fields=["message_count", "token_count", "version", "updated_at"])
 
 
 class SessionEntry(models.Model):
@@ -102,3 +191,255 @@ class SessionEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.position}"
+
+
+class CompressionRun(models.Model):
+    """One compression of one session: queued by a person, an API call, the trigger or a runtime's report."""
+
+    class Trigger(models.TextChoices):
+        AUTO = "auto", _("automatic")
+        MANUAL = "manual", _("manual")
+        API = "api", _("API")
+        REPORTED = "reported", _("reported")
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        SUCCEEDED = "succeeded", _("succeeded")
+        DEGRADED = "degraded", _("degraded")
+        FAILED = "failed", _("failed")
+        CONFLICT = "conflict", _("conflict")
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    #: the pipeline stage a worker is in (prune, boundaries, archive, summarize, assemble, validate, write_back)
+    stage = models.CharField(max_length=32, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    focus_topic = models.TextField(blank=True)
+    #: what the worker compressed: the session's version and length when it started, and the history as keys
+    base_version = models.PositiveIntegerField(null=True, blank=True)
+    base_length = models.PositiveIntegerField(null=True, blank=True)
+    input_keys = models.JSONField(default=list, blank=True)
+    output_keys = models.JSONField(default=list, blank=True)
+    was_compressed = models.BooleanField(default=False)
+    #: the session got the output (false for a conflict, an unchanged history, or a report that did not match)
+    applied = models.BooleanField(default=False)
+    tokens_before = models.PositiveIntegerField(null=True, blank=True)
+    tokens_after = models.PositiveIntegerField(null=True, blank=True)
+    stages = models.JSONField(default=list, blank=True)
+    boundaries = models.JSONField(default=dict, blank=True)
+    pruned = models.JSONField(default=list, blank=True)
+    repair = models.JSONField(default=dict, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    #: refreshed at every stage; a running run whose heartbeat is old lost its worker
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["session", "status"])]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in self.ACTIVE
+
+
+class Archive(Immutable):
+    """The original middle segment a run replaced, ``[start, end)`` of its input, checksummed."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="archives")
+    run = models.OneToOneField(CompressionRun, on_delete=models.CASCADE, related_name="archive")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    message_keys = models.JSONField()
+    sha256 = models.CharField(max_length=64)
+    #: the id in the header of the message that stands for this archive in the history
+    inserted_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"archive {self.pk} ({self.start}-{self.end})"
+
+
+class Summary(Immutable):
+    """A summary of one archive. The text never changes; a re-summarize writes a new row with a parent."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        DRAFT = "draft", _("draft")
+        ACTIVE = "active", _("active")
+        SUPERSEDED = "superseded", _("superseded")
+        FAILED = "failed", _("failed")
+
+    MUTABLE_FIELDS = frozenset({"status", "stage", "drift_findings", "drift_checked_at", "updated_at"})
+    #: a pending summary gets its text once, when its worker finishes
+    RESULT_FIELDS = frozenset({"text", "error", "provenance", "facts"})
+
+    archive = models.ForeignKey(Archive, on_delete=models.CASCADE, related_name="summaries")
+    run = models.ForeignKey(CompressionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    #: the id written into the summary message's header (``sum_...``)
+    summary_id = models.CharField(max_length=64, unique=True)
+    status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
+    #: a re-summarize in a worker: queued, running, done
+    stage = models.CharField(max_length=16, blank=True)
+    text = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    #: generator, model, endpoint host, prompt version and hash, focus topic, budget, tokens, latency, trigger
+    provenance = models.JSONField(default=dict)
+    facts = models.JSONField(default=list, blank=True)
+    drift_findings = models.JSONField(default=list, blank=True)
+    drift_checked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "summaries"
+
+    def __str__(self) -> str:
+        return self.summary_id
+
+    @classmethod
+    def from_db(cls, db: Any, field_names: Any, values: Any) -> Summary:
+        row = super().from_db(db, field_names, values)
+        row._stored_status = row.__dict__.get("status")
+        return row
+
+    def mutable_fields(self) -> frozenset[str]:
+        if getattr(self, "_stored_status", None) == self.Status.PENDING:
+            return self.MUTABLE_FIELDS | self.RESULT_FIELDS
+        return self.MUTABLE_FIELDS
+
+
+class DriftCase(models.Model):
+    """A summary suspected of changing what happened, and the team's review of it."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", _("open")
+        CONFIRMED = "confirmed", _("confirmed")
+        DISMISSED = "dismissed", _("dismissed")
+        RESOLVED = "resolved", _("resolved")
+
+    #: allowed status changes
+    TRANSITIONS: dict[str, set[str]] = {
+        "open": {"confirmed", "dismissed"},
+        "confirmed": {"resolved", "open"},
+        "dismissed": {"open"},
+        "resolved": {"open"},
+    }
+
+    summary = models.ForeignKey(Summary, on_delete=models.CASCADE, related_name="drift_cases")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="drift_cases")
+    findings = models.JSONField(default=list)
+    severity = models.CharField(max_length=8, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="drift_cases"
+    )
+    verdict = models.TextField(blank=True)
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"drift case {self.pk} ({self.status})"
+
+
+class DriftComment(Immutable):
+    case = models.ForeignKey(DriftCase, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    body = models.TextField()
+    #: the passage the comment is about, quoted
+    quote = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on case {self.case_id}"
+
+
+class AuditEvent(Immutable):
+    """Append-only: who did what to which object, with the state before and after."""
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    #: the actor's name at the time (survives the user's deletion), or the system part that acted
+    actor_label = models.CharField(max_length=150)
+    action = models.CharField(max_length=64, db_index=True)
+    object_type = models.CharField(max_length=32)
+    object_id = models.CharField(max_length=64)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["object_type", "object_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.actor_label} {self.action} {self.object_type}:{self.object_id}"
+
+
+class ApiKey(models.Model):
+    """A bearer key for an agent runtime. Only its sha256 is stored; it acts as its own user (with a role)."""
+
+    PREFIX = "ccs_"
+
+    name = models.CharField(max_length=100, unique=True)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_key")
+    #: the first characters of the key, to find the row without storing the key
+    lookup = models.CharField(max_length=16, unique=True)
+    key_sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @staticmethod
+    def digest(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def new_key(cls) -> tuple[str, str]:
+        """A fresh key and its lookup prefix."""
+        lookup = secrets.token_hex(6)
+        return f"{cls.PREFIX}{lookup}_{secrets.token_urlsafe(32)}", lookup
+
+
+class SummarizerCooldown(models.Model):
+    """When a summarizer endpoint may be called again (after a 429), shared by all workers."""
+
+    key = models.CharField(max_length=255, primary_key=True)
+    until = models.FloatField()
+
+    def __str__(self) -> str:
+        return self.key

@@ -195,6 +195,25 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 SUMMARY_MODEL = env_str("SUMMARY_MODEL", "gpt-4o-mini")
 SUMMARY_TIMEOUT = env_float("SUMMARY_TIMEOUT", 60.0, minimum=1.0)
 SUMMARY_MAX_RETRIES = env_int("SUMMARY_MAX_RETRIES", 1)
+#: seconds to stop calling an endpoint after it failed (a 429's Retry-After wins); shared by all workers
+SUMMARY_COOLDOWN_SECONDS = env_float("SUMMARY_COOLDOWN_SECONDS", 120.0, minimum=0.0)
+
+# Compression runs
+#: queue a run when appends push a session past its trigger ratio
+AUTO_COMPRESS = env_bool("AUTO_COMPRESS", True)
+#: a running run refreshes its heartbeat this often; one silent for RUN_STALE_SECONDS lost its worker
+RUN_HEARTBEAT_SECONDS = env_float("RUN_HEARTBEAT_SECONDS", 15.0, minimum=0.1)
+RUN_STALE_SECONDS = env_float("RUN_STALE_SECONDS", 120.0, minimum=1.0)
+#: a queued run not picked up after this long has its task sent again (claiming makes duplicates harmless)
+RUN_QUEUED_RESEND_SECONDS = env_float("RUN_QUEUED_RESEND_SECONDS", 600.0, minimum=1.0)
+#: tries before a run whose worker keeps dying is failed
+RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, minimum=1)
+#: the longest `wait` a compress request may block for
+COMPRESS_WAIT_MAX_SECONDS = env_float("COMPRESS_WAIT_MAX_SECONDS", 300.0, minimum=0.0)
+#: drift findings at or above this severity open a drift case by themselves
+DRIFT_CASE_MIN_SEVERITY = env_str("DRIFT_CASE_MIN_SEVERITY", "high")
+if DRIFT_CASE_MIN_SEVERITY not in ("low", "medium", "high"):
+    raise ImproperlyConfigured("DRIFT_CASE_MIN_SEVERITY must be low, medium or high")
 
 # Celery: Redis when REDIS_URL is set, otherwise kombu's filesystem transport under VAR_DIR,
 # so the embedded mode needs no server.
@@ -222,7 +241,10 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600, minimu
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME_LIMIT + 60, minimum=1)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_TASK_ACKS_LATE = False  # a run is recovered from the database, not by redelivery
+CELERY_BEAT_SCHEDULE = {
+    "recover-stale-runs": {"task": "console.recover_stale_runs", "schedule": 60.0},
+}
 
 LOGGING = {
     "version": 1,

@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers that take ids, call one function and record."""
+"""Celery tasks: thin wrappers that take ids and call one function in runs/summaries."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import socket
 
 from celery import shared_task
 from django.db import connection
+
+from . import runs, summaries
 
 
 @shared_task(name="console.health_check")
@@ -15,3 +17,23 @@ def health_check() -> dict:
         cursor.execute("SELECT 1")
         db_ok = cursor.fetchone() == (1,)
     return {"ok": True, "worker": socket.gethostname(), "db": db_ok}
+
+
+@shared_task(name="console.execute_run", ignore_result=True)
+def execute_run_task(run_id: int) -> str | None:
+    return runs.execute_run(run_id)
+
+
+@shared_task(name="console.resummarize", ignore_result=True)
+def resummarize_task(summary_id: int) -> str | None:
+    return summaries.execute_resummarize(summary_id)
+
+
+@shared_task(name="console.check_drift", ignore_result=True)
+def check_drift_task(summary_id: int) -> int:
+    return len(summaries.check_summary_drift(summary_id))
+
+
+@shared_task(name="console.recover_stale_runs", ignore_result=True)
+def recover_stale_runs_task() -> dict[str, int]:
+    return runs.recover_stale_runs()

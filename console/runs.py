@@ -1,0 +1,491 @@
+"""Compression runs: queue, execute in a worker, write back without losing data, recover.
+
+A run is created in a transaction and its task is sent after commit. The task
+claims the run with a conditional update (a second delivery finds it claimed and
+does nothing), snapshots the session, runs the pipeline (the archive is stored
+before the summarizer is called), then writes back under the session's row lock:
+only if the prefix it compressed is unchanged, keeping whatever was appended
+meanwhile. Anything else ends the run ``conflict`` and leaves the session alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from compression import Archive as PipelineArchive
+from compression import CompressionResult, Compressor, ThrashState
+from compression.messages import messages_sha256
+from compression.summary_message import parse_summary_message
+
+from .models import Archive, CompressionRun, Message, Session, Summary
+from .services import Conflict, InvalidSession, NotFound, audit, check_messages, create_session, session_config
+from .summarizers import build_summarizer
+
+log = logging.getLogger(__name__)
+
+Status = CompressionRun.Status
+
+
+def queue_run(
+    session: Session,
+    trigger: str,
+    *,
+    user: Any = None,
+    focus_topic: str = "",
+    config: dict[str, Any] | None = None,
+) -> CompressionRun:
+    """Create a queued run and send its task once the surrounding transaction commits."""
+    from .tasks import execute_run_task
+
+    session_config(session, config)  # refuse a bad override now, not in the worker
+    run = CompressionRun.objects.create(
+        session=session,
+        trigger=trigger,
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+        focus_topic=focus_topic or "",
+        config=config or {},
+    )
+    transaction.on_commit(lambda: execute_run_task.delay(run.pk))
+    return run
+
+
+def request_compression(
+    key: str, *, user: Any = None, trigger: str = CompressionRun.Trigger.API, focus_topic: str = "", config: Any = None
+) -> tuple[CompressionRun, bool]:
+    """Queue a compression unless one is already queued or running for the session.
+
+    Returns ``(run, created)``; a request while a run is in flight gets that run.
+    """
+    if config is not None and not isinstance(config, dict):
+        raise InvalidSession("config must be a JSON object of CompressionConfig fields")
+    with transaction.atomic():
+        session = Session.objects.select_for_update().filter(key=key).first()
+        if session is None:
+            raise NotFound(f"no session {key!r}")
+        active = session.runs.filter(status__in=CompressionRun.ACTIVE).order_by("created_at").first()
+        if active is not None:
+            return active, False
+        run = queue_run(session, trigger, user=user, focus_topic=focus_topic, config=config)
+        if user is not None:
+            audit(user, "run.queue", run, after={"session": session.key, "trigger": trigger})
+        return run, True
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _set(run: CompressionRun, **fields: Any) -> None:
+    """Update some fields of the run right away (pages poll them)."""
+    for name, value in fields.items():
+        setattr(run, name, value)
+    CompressionRun.objects.filter(pk=run.pk).update(**fields)
+
+
+def claim(run_id: int) -> CompressionRun | None:
+    """Move a queued run to running; None when another delivery got it first (or it is gone)."""
+    now = timezone.now()
+    claimed = CompressionRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
+        status=Status.RUNNING,
+        stage="",
+        started_at=now,
+        heartbeat_at=now,
+        attempts=F("attempts") + 1,
+        worker=f"{socket.gethostname()}",
+    )
+    if not claimed:
+        return None
+    return CompressionRun.objects.select_related("session").get(pk=run_id)
+
+
+def execute_run(run_id: int) -> str | None:
+    """Run one compression; returns the final status, or None when the run was not ours to run."""
+    run = claim(run_id)
+    if run is None:
+        log.info("run %s is not queued; nothing to do (a duplicate delivery)", run_id)
+        return None
+    try:
+        with heartbeat(run.pk):
+            return _execute(run)
+    except Exception as exc:
+        log.exception("run %s failed", run_id)
+        error = "".join(traceback.format_exception_only(exc)).strip()
+        _finish(run, Status.FAILED, error=error[:4000])
+        return Status.FAILED
+
+
+@contextmanager
+def heartbeat(run_id: int) -> Iterator[None]:
+    """Refresh the run's heartbeat from a thread while the work (a long model call, say) goes on."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.RUN_HEARTBEAT_SECONDS):
+                try:
+                    CompressionRun.objects.filter(pk=run_id, status=Status.RUNNING).update(heartbeat_at=timezone.now())
+                except Exception:  # a missed beat is not fatal; a long silence is what recovery looks for
+                    log.warning("heartbeat for run %s failed", run_id, exc_info=True)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"run-{run_id}-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _execute(run: CompressionRun) -> str:
+    session = run.session
+    keys = session.keys()
+    messages = Message.load(keys)
+    _set(
+        run,
+        base_version=session.version,
+        base_length=len(keys),
+        input_keys=keys,
+        tokens_before=session.token_count,
+    )
+    config = session_config(session, run.config)
+    thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
+    summarizer = build_summarizer()
+    compressor = Compressor(config, summarizer, thrash_state=thrash)
+    archive_row: list[Archive] = []
+
+    def on_stage(name: str) -> None:
+        _set(run, stage=name, heartbeat_at=timezone.now())
+
+    def on_archive(archive: PipelineArchive) -> None:
+        # stored and committed before any model sees the segment
+        archive_row.append(_store_archive(run, archive))
+
+    result = compressor.compress(
+        messages,
+        focus_topic=run.focus_topic or None,
+        keep_prefix=session.last_consolidated,
+        on_stage=on_stage,
+        on_archive=on_archive,
+    )
+    _set(run, stage="write_back", heartbeat_at=timezone.now())
+    output_keys = Message.store(result.messages)
+    summary = None
+    if archive_row and result.was_compressed:
+        _set_archive_id(archive_row[0], result)
+        if result.summary_text is not None:
+            summary = _store_summary(run, archive_row[0], result)
+    status = Status.DEGRADED if result.was_compressed and result.summary_text is None else Status.SUCCEEDED
+    fields: dict[str, Any] = {
+        "output_keys": output_keys,
+        "was_compressed": result.was_compressed,
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+        "stages": [s.to_dict() for s in result.stages],
+        "boundaries": result.boundaries.to_dict() if result.boundaries else {},
+        "pruned": [p.to_dict() for p in result.pruned],
+        "repair": result.repair.to_dict() if result.repair else {},
+        "warnings": [w.to_dict() for w in result.warnings],
+    }
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked.ineffective_compressions = thrash.ineffective
+        locked.auto_compression_stopped = thrash.stopped
+        locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
+        if result.was_compressed:
+            current = locked.keys()
+            if current[: len(keys)] != keys:
+                conflict = (
+                    f"the session changed while the run worked (version {run.base_version} -> {locked.version}, "
+                    "and not by appends only); it was left untouched. Compress again."
+                )
+                _finish(run, Status.CONFLICT, error=conflict, **fields)
+                return Status.CONFLICT
+            if output_keys[: locked.last_consolidated] != current[: locked.last_consolidated]:
+                raise RuntimeError("the compressed history rewrote consolidated messages; refusing to write it")
+            locked.replace_from(current, output_keys + current[len(keys) :])
+            fields["applied"] = True
+            if summary is not None:
+                Summary.objects.filter(pk=summary.pk).update(status=Summary.Status.ACTIVE)
+        _finish(run, status, **fields)
+    if summary is not None:
+        from .tasks import check_drift_task
+
+        check_drift_task.delay(summary.pk)
+    return status
+
+
+def _store_archive(run: CompressionRun, archive: PipelineArchive) -> Archive:
+    keys = Message.store(archive.messages)
+    return Archive.objects.create(
+        session_id=run.session_id,
+        run=run,
+        start=archive.start,
+        end=archive.end,
+        message_keys=keys,
+        sha256=archive.sha256,
+    )
+
+
+def _set_archive_id(archive: Archive, result: CompressionResult) -> None:
+    Archive.objects.filter(pk=archive.pk).update(inserted_id=result.summary_id or "")
+    archive.inserted_id = result.summary_id or ""
+
+
+def _store_summary(run: CompressionRun, archive: Archive, result: CompressionResult) -> Summary:
+    outcome = result.summary
+    assert outcome is not None and result.summary_id is not None
+    config = session_config(run.session, run.config)
+    provenance = outcome.provenance() | {
+        "focus_topic": run.focus_topic or None,
+        "budget_tokens": config.effective_summary_max_tokens,
+        "trigger": run.trigger,
+        "created_by": run.created_by.get_username() if run.created_by else None,
+    }
+    return Summary.objects.create(
+        archive=archive,
+        run=run,
+        summary_id=result.summary_id,
+        status=Summary.Status.DRAFT,
+        text=result.summary_text or "",
+        provenance=provenance,
+        facts=[f.to_dict() for f in result.facts],
+        created_by=run.created_by,
+    )
+
+
+def _finish(run: CompressionRun, status: str, **fields: Any) -> None:
+    _set(run, status=status, finished_at=timezone.now(), **fields)
+
+
+# --------------------------------------------------------------------------- recovery
+
+
+def recover_stale_runs(stale_after: float | None = None, queued_after: float | None = None) -> dict[str, int]:
+    """Runs whose worker died: re-queue (up to RUN_MAX_ATTEMPTS tries) or fail. Nothing stays running forever.
+
+    ``running`` with a heartbeat older than ``stale_after`` seconds lost its worker;
+    ``queued`` older than ``queued_after`` lost its task message (it is sent again;
+    a duplicate is harmless because claiming is conditional).
+    """
+    from .tasks import execute_run_task
+
+    stale_after = settings.RUN_STALE_SECONDS if stale_after is None else stale_after
+    queued_after = settings.RUN_QUEUED_RESEND_SECONDS if queued_after is None else queued_after
+    now = timezone.now()
+    report = {"requeued": 0, "failed": 0, "resent": 0}
+    stale = CompressionRun.objects.filter(status=Status.RUNNING, heartbeat_at__lt=now - timedelta(seconds=stale_after))
+    for run in stale:
+        if run.attempts < settings.RUN_MAX_ATTEMPTS:
+            moved = CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at)
+            if moved.update(status=Status.QUEUED, stage="", warnings=run.warnings + [_lost_worker(run)]):
+                transaction.on_commit(lambda pk=run.pk: execute_run_task.delay(pk))
+                report["requeued"] += 1
+        else:
+            error = f"the worker stopped responding {run.attempts} times (last at stage {run.stage or 'start'})"
+            moved = CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at)
+            if moved.update(status=Status.FAILED, error=error, finished_at=now):
+                report["failed"] += 1
+    lost = CompressionRun.objects.filter(status=Status.QUEUED, created_at__lt=now - timedelta(seconds=queued_after))
+    for pk in lost.values_list("pk", flat=True):
+        execute_run_task.delay(pk)
+        report["resent"] += 1
+    return report
+
+
+def _lost_worker(run: CompressionRun) -> dict[str, str]:
+    return {
+        "code": "worker_lost",
+        "message": f"attempt {run.attempts} stopped at stage {run.stage or 'start'} (worker died); queued again",
+    }
+
+
+# --------------------------------------------------------------------------- waiting
+
+
+def wait_for_run(run_id: int, seconds: float, poll: float = 0.2) -> CompressionRun:
+    """Block until the run ends or ``seconds`` pass; returns the latest row."""
+    deadline = time.monotonic() + seconds
+    while True:
+        run = CompressionRun.objects.select_related("session").get(pk=run_id)
+        if run.finished or time.monotonic() >= deadline:
+            return run
+        time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+
+
+# --------------------------------------------------------------------------- reported runs
+
+
+def _find_slice(haystack: list[str], needle: list[str]) -> int | None:
+    if not needle:
+        return None
+    first = needle[0]
+    for start in range(len(haystack) - len(needle) + 1):
+        if haystack[start] == first and haystack[start : start + len(needle)] == needle:
+            return start
+    return None
+
+
+def record_reported_run(
+    *,
+    session_key: str,
+    input_messages: Any,
+    output_messages: Any,
+    archive_messages: Any = None,
+    summary_text: str | None = None,
+    provenance: dict[str, Any] | None = None,
+    user: Any = None,
+) -> CompressionRun:
+    """Store a compression a runtime did in-process, so it can be audited like any other.
+
+    The session is created from the output when it does not exist; when its live
+    history is exactly the reported input it becomes the output; otherwise it is left alone.
+    """
+    check_messages(input_messages)
+    check_messages(output_messages)
+    if archive_messages is not None:
+        check_messages(archive_messages)
+    if summary_text is not None and not summary_text.strip():
+        raise InvalidSession("summary_text is empty; leave it out when there is no summary")
+    with transaction.atomic():  # a rejected report writes nothing, stored messages included
+        input_keys = Message.store(input_messages)
+        output_keys = Message.store(output_messages)
+        session = Session.objects.select_for_update().filter(key=session_key).first()
+        if session is None:
+            from .services import ImportedSession
+
+            session = create_session(ImportedSession(key=session_key, messages=[], metadata={}), user=user)
+            session = Session.objects.select_for_update().get(pk=session.pk)
+        start = None
+        archive_keys: list[str] = []
+        if archive_messages is not None:
+            archive_keys = Message.store(archive_messages)
+            start = _find_slice(input_keys, archive_keys)
+            if start is None:
+                raise InvalidSession("archive_messages must be a contiguous, non-empty slice of input_messages")
+        now = timezone.now()
+        run = CompressionRun.objects.create(
+            session=session,
+            trigger=CompressionRun.Trigger.REPORTED,
+            status=Status.SUCCEEDED,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            input_keys=input_keys,
+            output_keys=output_keys,
+            base_version=session.version,
+            base_length=session.message_count,
+            was_compressed=input_keys != output_keys,
+            tokens_before=Message.token_total(input_keys),
+            tokens_after=Message.token_total(output_keys),
+            started_at=now,
+            finished_at=now,
+        )
+        current = session.keys()
+        if not current or current == input_keys:
+            session.replace_from(current, output_keys)
+            run.applied = True
+        else:
+            run.warnings = [
+                {
+                    "code": "not_applied",
+                    "message": "the session's live history is not the reported input; it was left unchanged",
+                }
+            ]
+        run.save(update_fields=["applied", "warnings"])
+        summary = None
+        if start is not None:
+            archive = Archive.objects.create(
+                session=session,
+                run=run,
+                start=start,
+                end=start + len(archive_keys),
+                message_keys=archive_keys,
+                sha256=messages_sha256(archive_messages),
+                inserted_id=_summary_id_in(output_messages) or "",
+            )
+            if summary_text is not None:
+                summary = Summary.objects.create(
+                    archive=archive,
+                    run=run,
+                    summary_id=archive.inserted_id or f"rep_{run.pk}_{archive.pk}",
+                    status=Summary.Status.ACTIVE if run.applied else Summary.Status.DRAFT,
+                    text=summary_text,
+                    provenance=_reported_provenance(provenance),
+                    created_by=run.created_by,
+                )
+        elif summary_text is not None:
+            raise InvalidSession("a summary_text needs the archive_messages it summarizes")
+        audit(user, "run.report", run, after={"session": session.key, "applied": run.applied})
+    if summary is not None:
+        from .tasks import check_drift_task
+
+        transaction.on_commit(lambda: check_drift_task.delay(summary.pk))
+    return run
+
+
+_PROVENANCE_KEYS = (
+    "generator",
+    "model",
+    "endpoint_host",
+    "prompt_version",
+    "prompt_hash",
+    "focus_topic",
+    "input_tokens",
+    "output_tokens",
+    "latency_ms",
+)
+
+
+def _reported_provenance(data: Any) -> dict[str, Any]:
+    if data is not None and not isinstance(data, dict):
+        raise InvalidSession("provenance must be a JSON object")
+    data = data or {}
+    unknown = sorted(set(data) - set(_PROVENANCE_KEYS))
+    if unknown:
+        raise InvalidSession(f"unknown provenance fields: {', '.join(unknown)}; known: {', '.join(_PROVENANCE_KEYS)}")
+    out = {key: data.get(key) for key in _PROVENANCE_KEYS}
+    out["generator"] = out["generator"] or "reported"
+    out["trigger"] = CompressionRun.Trigger.REPORTED
+    return out
+
+
+def _summary_id_in(messages: list[dict[str, Any]]) -> str | None:
+    for message in messages:
+        parsed = parse_summary_message(message) if isinstance(message, dict) else None
+        if parsed and parsed[0].get("id"):
+            return parsed[0]["id"][:64]
+    return None
+
+
+def live_summary_index(session: Session, summary_ids: set[str]) -> tuple[int, str] | None:
+    """Position and id of the live message that carries one of ``summary_ids`` in its header."""
+    entries = session.entries.filter(message__role="user", message__text__startswith="[CONTEXT SUMMARY]")
+    for position, data in entries.values_list("position", "message__data"):
+        parsed = parse_summary_message(data)
+        if parsed and parsed[0].get("id") in summary_ids:
+            return position, parsed[0]["id"]
+    return None
+
+
+__all__ = [
+    "Conflict",
+    "execute_run",
+    "live_summary_index",
+    "queue_run",
+    "record_reported_run",
+    "recover_stale_runs",
+    "request_compression",
+    "wait_for_run",
+]

@@ -1,0 +1,252 @@
+"""Archives and summaries: read verified originals, re-summarize in a worker, promote, check drift."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from compression import Compressor, check_drift, render_summary_message
+from compression.summary_message import SummaryHeader
+
+from .models import Archive, DriftCase, Message, Session, Summary
+from .runs import live_summary_index
+from .services import Conflict, InvalidSession, NotFound, ServiceError, audit, session_config
+from .summarizers import build_summarizer
+
+log = logging.getLogger(__name__)
+
+SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
+
+
+class ArchiveCorrupted(ServiceError):
+    """Stored originals no longer match their checksum: never used silently."""
+
+    status = 500
+
+
+def archive_messages(archive: Archive) -> list[dict[str, Any]]:
+    """The archived originals, verified against the archive's sha256 and range."""
+    from compression.messages import messages_sha256
+
+    try:
+        messages = Message.load(archive.message_keys)
+    except LookupError as exc:
+        raise ArchiveCorrupted(f"archive {archive.pk} is incomplete: {exc}") from None
+    if len(messages) != archive.end - archive.start or messages_sha256(messages) != archive.sha256:
+        raise ArchiveCorrupted(
+            f"archive {archive.pk} does not match its sha256 {archive.sha256[:16]}: its originals were altered"
+        )
+    return messages
+
+
+# --------------------------------------------------------------------------- re-summarize
+
+
+def request_resummarize(
+    archive_id: int,
+    *,
+    summarizer: str,
+    model: str | None = None,
+    focus_topic: str | None = None,
+    prompt_version: str | None = None,
+    user: Any = None,
+) -> Summary:
+    """Queue a new summary of an archive (status ``pending``); a worker writes its text."""
+    from .tasks import resummarize_task
+
+    build_summarizer(summarizer, model, prompt_version)  # unknown names and versions are refused now
+    with transaction.atomic():
+        archive = Archive.objects.filter(pk=archive_id).first()
+        if archive is None:
+            raise NotFound(f"no archive {archive_id}")
+        parent = archive.summaries.filter(status=Summary.Status.ACTIVE).first() or archive.summaries.first()
+        summary = Summary.objects.create(
+            archive=archive,
+            parent=parent,
+            summary_id=f"sum_{uuid.uuid4().hex[:16]}",
+            status=Summary.Status.PENDING,
+            stage="queued",
+            provenance={
+                "generator": summarizer,
+                "model": model,
+                "prompt_version": prompt_version,
+                "focus_topic": focus_topic or None,
+                "trigger": "resummarize",
+                "created_by": user.get_username() if getattr(user, "is_authenticated", False) else None,
+            },
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        audit(user, "summary.resummarize", summary, after={"archive": archive.pk, **summary.provenance})
+        transaction.on_commit(lambda: resummarize_task.delay(summary.pk))
+    return summary
+
+
+def execute_resummarize(summary_id: int) -> str | None:
+    """Worker side of a re-summarize. Claims the pending row once; never leaves it running on error."""
+    claimed = Summary.objects.filter(pk=summary_id, status=Summary.Status.PENDING, stage="queued").update(
+        stage="running", updated_at=timezone.now()
+    )
+    if not claimed:
+        return None
+    summary = Summary.objects.select_related("archive__session").get(pk=summary_id)
+    try:
+        return _resummarize(summary)
+    except Exception as exc:
+        log.exception("re-summarize %s failed", summary_id)
+        summary.error = "".join(traceback.format_exception_only(exc)).strip()[:4000]
+        summary.status, summary.stage = Summary.Status.FAILED, "done"
+        summary.save(update_fields=["error", "status", "stage", "updated_at"])
+        return summary.status
+
+
+def _resummarize(summary: Summary) -> str:
+    archive = summary.archive
+    provenance = dict(summary.provenance)
+    messages = archive_messages(archive)
+    summarizer = build_summarizer(provenance["generator"], provenance.get("model"), provenance.get("prompt_version"))
+    config = session_config(archive.session, archive.run.config if archive.run_id else None)
+    outcome, facts = Compressor(config, summarizer).resummarize(
+        messages, start_index=archive.start, focus_topic=provenance.get("focus_topic")
+    )
+    summary.provenance = provenance | outcome.provenance() | {"budget_tokens": config.effective_summary_max_tokens}
+    summary.facts = [f.to_dict() for f in facts]
+    summary.stage = "done"
+    if outcome.ok:
+        summary.text, summary.status = outcome.text or "", Summary.Status.DRAFT
+    else:
+        summary.error, summary.status = outcome.error or "the summarizer failed", Summary.Status.FAILED
+    summary.save(update_fields=["text", "error", "provenance", "facts", "status", "stage", "updated_at"])
+    if outcome.ok:
+        from .tasks import check_drift_task
+
+        check_drift_task.delay(summary.pk)
+    return summary.status
+
+
+# --------------------------------------------------------------------------- promote
+
+
+def promote_summary(summary_id: int, user: Any = None) -> Session:
+    """Put a summary into the live session in place of its archive's current summary message."""
+    with transaction.atomic():
+        summary = Summary.objects.select_related("archive").filter(pk=summary_id).first()
+        if summary is None:
+            raise NotFound(f"no summary {summary_id}")
+        if summary.status not in (Summary.Status.DRAFT, Summary.Status.SUPERSEDED):
+            raise Conflict(
+                f"summary {summary_id} is {summary.status}; only a finished, inactive summary can be promoted"
+            )
+        archive = summary.archive
+        session = Session.objects.select_for_update().get(pk=archive.session_id)
+        active = list(archive.summaries.filter(status=Summary.Status.ACTIVE))
+        candidates = {s.summary_id for s in active} | ({archive.inserted_id} if archive.inserted_id else set())
+        found = live_summary_index(session, candidates)
+        if found is None:
+            raise Conflict(
+                "the summary this would replace is no longer in the live history "
+                "(the session was compressed again or rewritten); nothing was changed"
+            )
+        position, old_id = found
+        keys = session.keys()
+        header = SummaryHeader(
+            summary_id=summary.summary_id,
+            generator=str(summary.provenance.get("generator") or "unknown"),
+            model=summary.provenance.get("model"),
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            archived_range=(archive.start, archive.end),
+            archive_sha256=archive.sha256,
+        )
+        [new_key] = Message.store([render_summary_message(summary.text, header)])
+        session.replace_from(keys, keys[:position] + [new_key] + keys[position + 1 :])
+        Summary.objects.filter(pk__in=[s.pk for s in active]).update(status=Summary.Status.SUPERSEDED)
+        before = summary.status
+        summary.status = Summary.Status.ACTIVE
+        summary.save(update_fields=["status", "updated_at"])
+        audit(
+            user,
+            "summary.promote",
+            summary,
+            before={"status": before, "live_summary": old_id},
+            after={"status": summary.status, "session": session.key, "position": position, "version": session.version},
+        )
+    return session
+
+
+# --------------------------------------------------------------------------- drift
+
+
+def check_summary_drift(summary_id: int) -> list[dict[str, Any]]:
+    """Compare a summary with its archived originals; open a case for findings at or over the threshold."""
+    summary = Summary.objects.select_related("archive").get(pk=summary_id)
+    if not summary.text:
+        return []
+    archive = summary.archive
+    findings = []
+    for finding in check_drift(archive_messages(archive), summary.text):
+        data = finding.to_dict()
+        data["message_index"] = archive.start + finding.source_index if finding.source_index is not None else None
+        findings.append(data)
+    with transaction.atomic():
+        summary.drift_findings = findings
+        summary.drift_checked_at = timezone.now()
+        summary.save(update_fields=["drift_findings", "drift_checked_at", "updated_at"])
+        threshold = SEVERITY_RANK[settings.DRIFT_CASE_MIN_SEVERITY]
+        serious = [f for f in findings if SEVERITY_RANK.get(f["severity"], 0) >= threshold]
+        if serious and not summary.drift_cases.exists():
+            case = DriftCase.objects.create(
+                summary=summary,
+                session_id=archive.session_id,
+                findings=serious,
+                severity=max((f["severity"] for f in serious), key=lambda s: SEVERITY_RANK.get(s, 0)),
+            )
+            audit(None, "drift_case.open", case, after={"summary": summary.summary_id, "findings": len(serious)})
+    return findings
+
+
+def update_drift_case(case_id: int, changes: dict[str, Any], user: Any) -> DriftCase:
+    """Change a case's status, assignee or verdict, or add a comment; every change is audited."""
+    from django.contrib.auth import get_user_model
+
+    with transaction.atomic():
+        case = DriftCase.objects.select_for_update().filter(pk=case_id).first()
+        if case is None:
+            raise NotFound(f"no drift case {case_id}")
+        before = {"status": case.status, "assignee": case.assignee.get_username() if case.assignee else None}
+        before["verdict"] = case.verdict
+        if "status" in changes and changes["status"] is not None and changes["status"] != case.status:
+            new = changes["status"]
+            if new not in DriftCase.Status.values:
+                raise InvalidSession(f"unknown status {new!r}; one of: {', '.join(DriftCase.Status.values)}")
+            if new not in DriftCase.TRANSITIONS[case.status]:
+                allowed = ", ".join(sorted(DriftCase.TRANSITIONS[case.status]))
+                raise Conflict(f"a {case.status} case cannot become {new}; it can become: {allowed}")
+            case.status = new
+        if "assignee" in changes:
+            name = changes["assignee"]
+            if name in (None, ""):
+                case.assignee = None
+            else:
+                assignee = get_user_model().objects.filter(username=name, is_active=True).first()
+                if assignee is None:
+                    raise InvalidSession(f"no active user {name!r} to assign")
+                case.assignee = assignee
+        if changes.get("verdict") is not None:
+            case.verdict = changes["verdict"]
+        if case.status in (DriftCase.Status.CONFIRMED, DriftCase.Status.DISMISSED) and not case.verdict.strip():
+            raise InvalidSession(f"a {case.status} case needs a verdict saying why")
+        case.save()
+        after = {"status": case.status, "assignee": case.assignee.get_username() if case.assignee else None}
+        after["verdict"] = case.verdict
+        if after != before:
+            audit(user, "drift_case.update", case, before=before, after=after)
+        if changes.get("comment"):
+            comment = case.comments.create(author=user, body=changes["comment"], quote=changes.get("quote") or "")
+            audit(user, "drift_case.comment", case, after={"comment": comment.pk})
+    return case
