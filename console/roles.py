@@ -12,6 +12,8 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
     VIEWER: ["console.view_session"],
     OPERATOR: [
         "console.view_session",
+        "console.add_session",
+        "console.change_session",
         "console.compress_session",
         "console.resummarize_archive",
         "console.promote_summary",

@@ -58,7 +58,7 @@ def check_messages(messages: Any, first_index: int = 0) -> list[dict[str, Any]]:
             where = f"message {first_index + violation.index}" if violation.index >= 0 else "messages"
             problem = violation.message
             if violation.code == "missing_tool_call_id":
-                problem = "is a tool result without tool_call_id"
+                problem = "a tool result without tool_call_id"
             raise InvalidSession(f"{where}: {problem}")
     return messages
 

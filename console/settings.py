@@ -119,7 +119,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "console.middleware.PagesLoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -213,7 +213,7 @@ COMPRESS_WAIT_MAX_SECONDS = env_float("COMPRESS_WAIT_MAX_SECONDS", 300.0, minimu
 #: drift findings at or above this severity open a drift case by themselves
 DRIFT_CASE_MIN_SEVERITY = env_str("DRIFT_CASE_MIN_SEVERITY", "high")
 if DRIFT_CASE_MIN_SEVERITY not in ("low", "medium", "high"):
-    raise ImproperlyConfigured("DRIFT_CASE_MIN_SEVERITY must be low, medium or high")
+    raise ImproperlyConfigured(f"DRIFT_CASE_MIN_SEVERITY={DRIFT_CASE_MIN_SEVERITY!r} must be low, medium or high")
 
 # Celery: Redis when REDIS_URL is set, otherwise kombu's filesystem transport under VAR_DIR,
 # so the embedded mode needs no server.

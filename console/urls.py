@@ -5,6 +5,7 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from . import views
+from .api import api
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -14,4 +15,5 @@ urlpatterns = [
     # the language switch works on the login page too
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
 ]

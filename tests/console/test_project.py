@@ -52,6 +52,11 @@ def test_it_documents_every_setting_in_env_example():
         "OPENAI_BASE_URL",
         "OPENAI_API_KEY",
         "SUMMARY_MODEL",
+        "SUMMARY_COOLDOWN_SECONDS",
+        "AUTO_COMPRESS",
+        "RUN_STALE_SECONDS",
+        "RUN_MAX_ATTEMPTS",
+        "DRIFT_CASE_MIN_SEVERITY",
     ):
         assert f"{name}=" in example
         assert f"`{name}`" in readme

@@ -28,6 +28,8 @@ def start_django(**env: str) -> subprocess.CompletedProcess:
         ({"OPENAI_BASE_URL": "not a url"}, "OPENAI_BASE_URL"),
         ({"MAX_REQUEST_BYTES": "lots"}, "MAX_REQUEST_BYTES"),
         ({"SUMMARY_TIMEOUT": "-1"}, "SUMMARY_TIMEOUT"),
+        ({"DRIFT_CASE_MIN_SEVERITY": "urgent"}, "DRIFT_CASE_MIN_SEVERITY"),
+        ({"AUTO_COMPRESS": "sometimes"}, "AUTO_COMPRESS"),
         ({"DEBUG": "false"}, "SECRET_KEY"),
     ],
 )

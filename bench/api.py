@@ -1,0 +1,144 @@
+"""API ingest rate and end-to-end compress latency, over real HTTP with a real worker.
+
+Run: .venv/bin/python bench/api.py [--messages 2000] [--batch 50]
+
+Starts the console (gunicorn) and a Celery worker against a fresh SQLite file and
+the filesystem broker in a temporary folder (or against DATABASE_URL / REDIS_URL
+when they are set), then prints:
+
+- ingest: messages per second for one POST /sessions with the whole history, and
+  for POST /sessions/{key}/messages in batches (the way a runtime appends);
+- compress: the latency of POST /sessions/{key}/compress with ``wait`` for a
+  session of ``--messages`` messages (queue, worker pick-up, pipeline, write-back,
+  answer), next to the pipeline alone in-process, and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.speed import make_session  # noqa: E402
+from compression import CompressionConfig, Compressor  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(url: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code in (200, 503):
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"the console did not come up at {url}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--batch", type=int, default=50)
+    args = parser.parse_args()
+
+    var = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    env = dict(os.environ, VAR_DIR=str(var), DEBUG="false", SECRET_KEY="bench-only", ALLOWED_HOSTS="127.0.0.1")
+    env.setdefault("DATABASE_URL", f"sqlite:///{var / 'bench.sqlite3'}")
+    env.pop("OPENAI_BASE_URL", None)  # the offline summarizer: the bench measures the console, not a model
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    subprocess.run([*manage, "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    made = subprocess.run(
+        [*manage, "create_api_key", "--name", f"bench-{time.time_ns()}", "--role", "operator"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    key = made.stdout.strip().splitlines()[-1]
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    web = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "console.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2", "--timeout", "300"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool=solo", "--loglevel=WARNING"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until_up(f"{base}/healthz")
+        client = httpx.Client(base_url=f"{base}/api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=300)
+        messages = make_session(args.messages)
+        size_mb = len(httpx.Request("POST", base, json=messages).content) / 1e6
+        print(f"session: {len(messages)} messages, {size_mb:.1f} MB of JSON")
+
+        started = time.perf_counter()
+        response = client.post("/sessions", json={"key": "bench:one-shot", "messages": messages})
+        one_shot = time.perf_counter() - started
+        response.raise_for_status()
+        print(f"ingest, one POST /sessions:        {len(messages) / one_shot:8.0f} messages/s ({one_shot:.2f} s)")
+
+        client.post("/sessions", json={"key": "bench:appended", "context_window_tokens": 128_000}).raise_for_status()
+        started = time.perf_counter()
+        for i in range(0, len(messages), args.batch):
+            client.post("/sessions/bench:appended/messages", json={"messages": messages[i : i + args.batch]})
+        appended = time.perf_counter() - started
+        requests = -(-len(messages) // args.batch)
+        print(
+            f"ingest, appends of {args.batch:>3}:             {len(messages) / appended:8.0f} messages/s "
+            f"({requests} requests, {appended / requests * 1000:.0f} ms each)"
+        )
+
+        config = {"context_window_tokens": 32_000}
+        started = time.perf_counter()
+        response = client.post("/sessions/bench:one-shot/compress", json={"config": config, "wait": 240})
+        end_to_end = time.perf_counter() - started
+        body = response.json()
+        if response.status_code != 200:
+            raise SystemExit(f"compress did not finish: {response.status_code} {body}")
+        run = body["run"]
+        started = time.perf_counter()
+        Compressor(CompressionConfig(**config)).compress(messages)
+        pipeline = time.perf_counter() - started
+        print(
+            f"compress, end to end (HTTP + worker): {end_to_end * 1000:8.0f} ms, "
+            f"{run['tokens_before']} -> {run['tokens_after']} tokens, status {run['status']}"
+        )
+        print(f"compress, pipeline alone in-process:  {pipeline * 1000:8.0f} ms")
+        print(f"ratio end-to-end / pipeline:          {end_to_end / pipeline:8.2f}")
+    finally:
+        for process in (web, worker):
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+if __name__ == "__main__":
+    main()

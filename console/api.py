@@ -1,0 +1,430 @@
+"""The JSON API for agent runtimes and integrations: ``/api/v1/`` (OpenAPI docs at ``/api/v1/docs``).
+
+Authentication: ``Authorization: Bearer <key>`` (``manage.py create_api_key``) or the browser
+session (with CSRF). Every error is JSON ``{"detail": "..."}`` saying what to fix; a rejected
+request writes nothing (each write is one transaction in ``services``/``runs``/``summaries``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from ninja import NinjaAPI, Query, Router, Status
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.pagination import PageNumberPagination, paginate
+from ninja.parser import Parser
+from ninja.security import HttpBearer, django_auth
+
+from . import runs, schemas, summaries
+from .models import ApiKey, Archive, CompressionRun, DriftCase, Message, Session, Summary
+from .services import ImportedSession, NotFound, ServiceError, append_messages, create_session
+
+# --------------------------------------------------------------------------- plumbing
+
+
+class BearerKey(HttpBearer):
+    """``Authorization: Bearer ccs_...``: the key's own user (in its role's group) makes the request."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
+        key = ApiKey.objects.select_related("user").filter(lookup=lookup, revoked_at__isnull=True).first()
+        if key is None or not _same(ApiKey.digest(token), key.key_sha256) or not key.user.is_active:
+            return None
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+        request.user = key.user
+        return key.user
+
+
+def _same(a: str, b: str) -> bool:
+    import hmac
+
+    return hmac.compare_digest(a, b)
+
+
+class JsonParser(Parser):
+    """Keeps why a body is not JSON, so the 400 says where it broke."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        try:
+            return json.loads(request.body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            request._json_error = str(exc)  # type: ignore[attr-defined]
+            raise
+
+
+api = NinjaAPI(
+    title="Compression console API",
+    version="1",
+    urls_namespace="api",
+    auth=[BearerKey(), django_auth],
+    parser=JsonParser(),
+    docs_url="/docs",
+)
+
+
+def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpResponse:
+    return api.create_response(request, {"detail": detail, **extra}, status=status)
+
+
+@api.exception_handler(ServiceError)
+def service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    return _error(request, exc.status, str(exc))
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return _error(
+        request, 413, f"request body is larger than the limit of {limit} bytes (MAX_REQUEST_BYTES); send less at once"
+    )
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    given = request.headers.get("Authorization")
+    detail = (
+        "the API key is unknown or revoked"
+        if given
+        else "authentication required: send 'Authorization: Bearer <key>' (manage.py create_api_key) or log in"
+    )
+    return _error(request, 401, detail)
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    why = getattr(request, "_json_error", None)
+    if exc.status_code == 400 and why:
+        return _error(request, 400, f"the request body is not valid JSON: {why}")
+    return _error(request, exc.status_code, str(exc))
+
+
+@api.exception_handler(ValidationError)
+def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    problems = []
+    for error in exc.errors:
+        where = ".".join(str(part) for part in error.get("loc", ()) if part not in ("body", "payload", "query"))
+        problems.append(f"{where or 'body'}: {error.get('msg', 'invalid')}")
+    return _error(request, 422, "; ".join(problems) or "invalid request", errors=exc.errors)
+
+
+def require(request: HttpRequest, perm: str, doing: str) -> None:
+    """Permissions are checked here, in the view, for keys and browser sessions alike."""
+    if not request.user.has_perm(perm):
+        raise HttpError(403, f"your role may not {doing} (needs the {perm} permission)")
+
+
+ERRORS: dict[int, type] = {400: schemas.ErrorOut, 401: schemas.ErrorOut, 403: schemas.ErrorOut}
+ERRORS |= {404: schemas.ErrorOut, 409: schemas.ErrorOut, 413: schemas.ErrorOut, 422: schemas.ErrorOut}
+
+
+def _session(key: str) -> Session:
+    session = Session.objects.filter(key=key).first()
+    if session is None:
+        raise NotFound(f"no session {key!r}")
+    return session
+
+
+# --------------------------------------------------------------------------- payloads
+
+
+def summary_payload(summary: Summary) -> dict[str, Any]:
+    return schemas.SummaryOut.from_orm(summary).dict()
+
+
+def run_payload(run: CompressionRun) -> dict[str, Any]:
+    archive = Archive.objects.filter(run=run).first()
+    summary = None
+    if archive is not None:
+        summary = archive.summaries.filter(run=run).first()
+    return {
+        "id": run.pk,
+        "session": run.session.key,
+        "trigger": run.trigger,
+        "status": run.status,
+        "stage": run.stage,
+        "focus_topic": run.focus_topic,
+        "config": run.config,
+        "was_compressed": run.was_compressed,
+        "applied": run.applied,
+        "tokens_before": run.tokens_before,
+        "tokens_after": run.tokens_after,
+        "input_messages": len(run.input_keys),
+        "output_messages": len(run.output_keys),
+        "stages": run.stages,
+        "boundaries": run.boundaries,
+        "warnings": run.warnings,
+        "error": run.error,
+        "attempts": run.attempts,
+        "archive_id": archive.pk if archive else None,
+        "summary": summary_payload(summary) if summary else None,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }
+
+
+# --------------------------------------------------------------------------- sessions
+
+sessions = Router(tags=["sessions"])
+
+
+@sessions.post("", response={201: schemas.SessionOut, **ERRORS}, summary="Create a session with its history")
+def create(request: HttpRequest, payload: schemas.SessionIn) -> Status:
+    require(request, "console.add_session", "create sessions")
+    if "/" in payload.key:
+        raise HttpError(422, "key: must not contain '/'")
+    data = ImportedSession(
+        key=payload.key,
+        messages=payload.messages,
+        metadata=payload.metadata,
+        last_consolidated=payload.last_consolidated,
+        context_window_tokens=payload.context_window_tokens,
+    )
+    return Status(201, create_session(data, user=request.user))
+
+
+@sessions.get("", response=list[schemas.SessionOut], summary="List sessions (q= searches key and channel)")
+@paginate(PageNumberPagination, page_size=50)
+def list_sessions(request: HttpRequest, q: str = "") -> Any:
+    require(request, "console.view_session", "read sessions")
+    found = Session.objects.order_by("-updated_at", "-id")
+    if q.strip():
+        found = found.filter(Q(key__icontains=q.strip()) | Q(channel__icontains=q.strip()))
+    return found
+
+
+@sessions.get("/{key}", response={200: schemas.SessionDetailOut, **ERRORS}, summary="A session and its history")
+def get_session(request: HttpRequest, key: str) -> dict[str, Any]:
+    require(request, "console.view_session", "read sessions")
+    session = _session(key)
+    return schemas.SessionOut.from_orm(session).dict() | {"messages": session.messages()}
+
+
+@sessions.post("/{key}/messages", response={200: schemas.AppendOut, **ERRORS}, summary="Append messages")
+def append(request: HttpRequest, key: str, payload: schemas.AppendIn) -> dict[str, Any]:
+    require(request, "console.change_session", "append to sessions")
+    session, run = append_messages(key, payload.messages, payload.expected_version, user=request.user)
+    return {
+        "key": session.key,
+        "version": session.version,
+        "message_count": session.message_count,
+        "token_count": session.token_count,
+        "queued_run_id": run.pk if run else None,
+    }
+
+
+@sessions.post(
+    "/{key}/compress",
+    response={200: schemas.CompressOut, 202: schemas.CompressOut, **ERRORS},
+    summary="Compress a session in a worker (wait=seconds to get the compressed history back)",
+)
+def compress(request: HttpRequest, key: str, payload: schemas.CompressIn) -> Status:
+    require(request, "console.compress_session", "compress sessions")
+    run, created = runs.request_compression(
+        key,
+        user=request.user,
+        trigger=CompressionRun.Trigger.API,
+        focus_topic=payload.focus_topic or "",
+        config=payload.config,
+    )
+    body: dict[str, Any] = {"run_id": run.pk, "status": run.status, "created": created}
+    if payload.wait:
+        run = runs.wait_for_run(run.pk, min(payload.wait, settings.COMPRESS_WAIT_MAX_SECONDS))
+        body["status"] = run.status
+        if run.finished:
+            session = Session.objects.get(pk=run.session_id)
+            body |= {"run": run_payload(run), "version": session.version, "messages": session.messages()}
+            return Status(200, body)
+    return Status(202, body)
+
+
+@sessions.get(
+    "/{key}/archive/search",
+    response={200: schemas.ArchiveSearchOut, **ERRORS},
+    summary="Search the session's archived originals",
+)
+def search_archives(request: HttpRequest, key: str, q: str, limit: int = Query(20, ge=1, le=200)) -> dict[str, Any]:
+    require(request, "console.view_session", "read sessions")
+    session = _session(key)
+    needle = q.strip()
+    if not needle:
+        raise HttpError(422, "q: give a word or phrase to search for")
+    archives = list(session.archives.order_by("created_at", "id").values_list("pk", "start", "message_keys"))
+    keys = {k for _, _, message_keys in archives for k in message_keys}
+    matches = dict(Message.objects.filter(sha256__in=keys, text__icontains=needle).values_list("sha256", "text")[:5000])
+    roles = dict(Message.objects.filter(sha256__in=matches).values_list("sha256", "role"))
+    hits: list[dict[str, Any]] = []
+    for archive_id, start, message_keys in archives:
+        for offset, message_key in enumerate(message_keys):
+            if message_key in matches and len(hits) < limit:
+                hits.append(
+                    {
+                        "archive_id": archive_id,
+                        "message_index": start + offset,
+                        "role": roles.get(message_key, ""),
+                        "snippet": _snippet(matches[message_key], needle),
+                    }
+                )
+    return {"query": needle, "hits": hits}
+
+
+def _snippet(text: str, needle: str, width: int = 80) -> str:
+    at = text.lower().find(needle.lower())
+    start, end = max(0, at - width), min(len(text), at + len(needle) + width)
+    return ("…" if start else "") + " ".join(text[start:end].split()) + ("…" if end < len(text) else "")
+
+
+# --------------------------------------------------------------------------- runs
+
+runs_router = Router(tags=["runs"])
+
+
+@runs_router.post("/report", response={201: schemas.RunOut, **ERRORS}, summary="Report a compression done in-process")
+def report(request: HttpRequest, payload: schemas.ReportIn) -> Status:
+    require(request, "console.compress_session", "report compressions")
+    run = runs.record_reported_run(
+        session_key=payload.session_key,
+        input_messages=payload.input_messages,
+        output_messages=payload.output_messages,
+        archive_messages=payload.archive_messages,
+        summary_text=payload.summary_text,
+        provenance=payload.provenance,
+        user=request.user,
+    )
+    return Status(201, run_payload(run))
+
+
+@runs_router.get("/{int:run_id}", response={200: schemas.RunOut, **ERRORS}, summary="A run: status, stage, stats")
+def get_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
+    require(request, "console.view_session", "read runs")
+    return run_payload(get_object_or_404(CompressionRun.objects.select_related("session"), pk=run_id))
+
+
+@runs_router.get("/{int:run_id}/messages", response={200: schemas.RunMessagesOut, **ERRORS}, summary="Run output")
+def run_messages(request: HttpRequest, run_id: int) -> dict[str, Any]:
+    require(request, "console.view_session", "read runs")
+    run = get_object_or_404(CompressionRun, pk=run_id)
+    if not run.finished:
+        raise HttpError(409, f"run {run_id} is {run.status}; its output exists once it ends")
+    if not run.output_keys:
+        raise HttpError(409, f"run {run_id} ended {run.status} without an output history")
+    return {"run_id": run.pk, "messages": Message.load(run.output_keys)}
+
+
+# --------------------------------------------------------------------------- archives and summaries
+
+archives = Router(tags=["archives and summaries"])
+
+
+@archives.get("/archives/{int:archive_id}", response={200: schemas.ArchiveOut, **ERRORS}, summary="Archived originals")
+def get_archive(request: HttpRequest, archive_id: int) -> dict[str, Any]:
+    require(request, "console.view_session", "read archives")
+    archive = get_object_or_404(Archive.objects.select_related("session"), pk=archive_id)
+    messages = summaries.archive_messages(archive)  # raises when the checksum does not match
+    return {
+        "id": archive.pk,
+        "session": archive.session.key,
+        "run_id": archive.run_id,
+        "start": archive.start,
+        "end": archive.end,
+        "sha256": archive.sha256,
+        "verified": True,
+        "messages": messages,
+        "summaries": list(archive.summaries.order_by("created_at", "id").values_list("pk", flat=True)),
+    }
+
+
+@archives.post(
+    "/archives/{int:archive_id}/summaries",
+    response={202: schemas.SummaryOut, **ERRORS},
+    summary="Re-summarize from the archived originals (in a worker)",
+)
+def resummarize(request: HttpRequest, archive_id: int, payload: schemas.ResummarizeIn) -> Status:
+    require(request, "console.resummarize_archive", "re-summarize archives")
+    summary = summaries.request_resummarize(
+        archive_id,
+        summarizer=payload.summarizer,
+        model=payload.model,
+        focus_topic=payload.focus_topic,
+        prompt_version=payload.prompt_version,
+        user=request.user,
+    )
+    return Status(202, summary_payload(summary))
+
+
+@archives.get("/summaries/{int:summary_id}", response={200: schemas.SummaryOut, **ERRORS}, summary="A summary")
+def get_summary(request: HttpRequest, summary_id: int) -> dict[str, Any]:
+    require(request, "console.view_session", "read summaries")
+    return summary_payload(get_object_or_404(Summary, pk=summary_id))
+
+
+@archives.post(
+    "/summaries/{int:summary_id}/promote",
+    response={200: schemas.PromoteOut, **ERRORS},
+    summary="Put this summary into the live session in place of the current one",
+)
+def promote(request: HttpRequest, summary_id: int) -> dict[str, Any]:
+    require(request, "console.promote_summary", "promote summaries")
+    session = summaries.promote_summary(summary_id, user=request.user)
+    return {
+        "summary": summary_payload(Summary.objects.get(pk=summary_id)),
+        "session": session.key,
+        "version": session.version,
+    }
+
+
+# --------------------------------------------------------------------------- drift cases
+
+drift = Router(tags=["drift cases"])
+
+
+@drift.get("", response=list[schemas.DriftCaseOut], summary="Drift cases (filter by status, severity, session)")
+@paginate(PageNumberPagination, page_size=50)
+def list_cases(
+    request: HttpRequest, status: str = "", severity: str = "", session: str = "", assignee: str = ""
+) -> Any:
+    require(request, "console.view_session", "read drift cases")
+    cases = DriftCase.objects.select_related("session", "assignee").order_by("-created_at", "-id")
+    if status:
+        cases = cases.filter(status=status)
+    if severity:
+        cases = cases.filter(severity=severity)
+    if session:
+        cases = cases.filter(session__key=session)
+    if assignee:
+        cases = cases.filter(assignee__username=assignee)
+    return cases
+
+
+def _case(case_id: int) -> DriftCase:
+    return get_object_or_404(DriftCase.objects.select_related("session", "assignee"), pk=case_id)
+
+
+@drift.get("/{int:case_id}", response={200: schemas.DriftCaseDetailOut, **ERRORS}, summary="A drift case")
+def get_case(request: HttpRequest, case_id: int) -> DriftCase:
+    require(request, "console.view_session", "read drift cases")
+    return _case(case_id)
+
+
+@drift.patch(
+    "/{int:case_id}",
+    response={200: schemas.DriftCaseDetailOut, **ERRORS},
+    summary="Change status, assignee or verdict; add a comment",
+)
+def patch_case(request: HttpRequest, case_id: int, payload: schemas.DriftCasePatch) -> DriftCase:
+    require(request, "console.review_drift", "review drift cases")
+    summaries.update_drift_case(case_id, payload.dict(exclude_unset=True), request.user)
+    return _case(case_id)
+
+
+api.add_router("/sessions", sessions)
+api.add_router("/runs", runs_router)
+api.add_router("", archives)
+api.add_router("/drift-cases", drift)
