@@ -216,8 +216,11 @@ def _execute(run: CompressionRun) -> str:
                 return Status.CONFLICT
             if output_keys[: locked.last_consolidated] != current[: locked.last_consolidated]:
                 raise RuntimeError("the compressed history rewrote consolidated messages; refusing to write it")
+            before = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
             locked.replace_from(current, output_keys + current[len(keys) :])
             fields["applied"] = True
+            after = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
+            audit(run.created_by, "session.compress", locked, before=before, after=after | {"run": run.pk})
             if summary is not None:
                 Summary.objects.filter(pk=summary.pk).update(status=Summary.Status.ACTIVE)
         _finish(run, status, **fields)
