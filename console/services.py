@@ -49,10 +49,25 @@ class Conflict(ServiceError):
     status = 409
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 def check_messages(messages: Any, first_index: int = 0) -> list[dict[str, Any]]:
     """Reject messages a chat API would refuse: unknown roles, malformed content or tool calls."""
     if not isinstance(messages, list):
         raise InvalidSession("messages must be a JSON array of chat messages")
+    for index, message in enumerate(messages):
+        if _has_nul(message):
+            raise InvalidSession(
+                f"message {first_index + index}: contains a NUL character (\\u0000), which cannot be stored; remove it"
+            )
     for violation in validate_messages(messages):
         if violation.code in _REJECTED:
             where = f"message {first_index + violation.index}" if violation.index >= 0 else "messages"
@@ -106,8 +121,10 @@ class ImportedSession:
 def create_session(data: ImportedSession, user: Any = None) -> Session:
     """Create a session with its history in one transaction; an existing key is a conflict."""
     messages = check_messages(data.messages)
-    if not data.key or len(data.key) > 255:
-        raise InvalidSession("key must be 1 to 255 characters")
+    if not data.key or len(data.key) > 255 or "\x00" in data.key:
+        raise InvalidSession("key must be 1 to 255 characters, without NUL")
+    if data.context_window_tokens is not None and not 1_000 <= data.context_window_tokens <= 10_000_000:
+        raise InvalidSession("context_window_tokens must be between 1000 and 10000000")
     if not isinstance(data.metadata, dict):
         raise InvalidSession("metadata must be a JSON object")
     if Session.objects.filter(key=data.key).exists():

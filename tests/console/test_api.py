@@ -200,6 +200,8 @@ def test_it_creates_reads_lists_and_searches_sessions(operator):
             "tool_calls must be a non-empty list",
         ),
         ({"key": "s:1", "messages": "hello"}, 422, "messages"),
+        ({"key": "s:1", "messages": [{"role": "user", "content": "a\x00b"}]}, 422, "message 0: contains a NUL"),
+        ({"key": "s:\x00"}, 422, "without NUL"),
         ({"messages": []}, 422, "key"),
         ({"key": "a/b"}, 422, "must not contain '/'"),
         ({"key": "s:1", "context_window_tokens": 10}, 422, "context_window_tokens"),
