@@ -1,6 +1,18 @@
-from django.contrib import admin
+"""Admin: a look at the raw rows. Workflows (compress, promote, review) happen in the console, which audits them,
+so immutable and worker-written rows are view-only here, and drift case edits go through the same service."""
 
-from .models import Session
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+
+from .apikeys import revoke_api_key
+from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, DriftComment, Session, Summary
+from .services import ServiceError
+from .summaries import ArchiveCorrupted, archive_messages, update_drift_case
 
 
 @admin.register(Session)
@@ -9,3 +21,142 @@ class SessionAdmin(admin.ModelAdmin):
     list_filter = ["channel", "status"]
     search_fields = ["key"]
     readonly_fields = ["version", "message_count", "token_count", "created_at", "updated_at"]
+
+
+class ViewOnly(admin.ModelAdmin):
+    """No add, change or delete: the rows are immutable or belong to the workers."""
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(CompressionRun)
+class CompressionRunAdmin(ViewOnly):
+    list_display = ["id", "session", "trigger", "status", "applied", "tokens_before", "tokens_after", "created_at"]
+    list_filter = ["status", "trigger"]
+    search_fields = ["session__key"]
+    list_select_related = ["session"]
+
+
+@admin.register(Archive)
+class ArchiveAdmin(ViewOnly):
+    list_display = ["id", "session", "run", "start", "end", "sha256", "created_at"]
+    search_fields = ["session__key", "sha256", "inserted_id"]
+    list_select_related = ["session"]
+    readonly_fields = ["verified"]
+
+    @admin.display(description="originals match sha256")
+    def verified(self, obj: Archive) -> str:
+        try:
+            archive_messages(obj)
+        except ArchiveCorrupted as exc:
+            return f"NO: {exc}"
+        return "yes"
+
+
+@admin.register(Summary)
+class SummaryAdmin(ViewOnly):
+    list_display = ["summary_id", "archive", "status", "parent", "created_by", "created_at"]
+    list_filter = ["status"]
+    search_fields = ["summary_id", "text"]
+    list_select_related = ["archive", "parent", "created_by"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ViewOnly):
+    list_display = ["created_at", "actor_label", "action", "object_type", "object_id"]
+    list_filter = ["action", "object_type"]
+    search_fields = ["actor_label", "object_id"]
+
+
+class DriftCommentInline(admin.TabularInline):
+    model = DriftComment
+    fields = ["author", "body", "quote", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+class DriftCaseForm(forms.ModelForm):
+    class Meta:
+        model = DriftCase
+        fields = ["status", "assignee", "verdict"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        old, new = self.initial.get("status"), data.get("status")
+        if old and new and new != old and new not in DriftCase.TRANSITIONS[old]:
+            allowed = ", ".join(sorted(DriftCase.TRANSITIONS[old]))
+            self.add_error("status", f"a {old} case cannot become {new}; it can become: {allowed}")
+        if new in (DriftCase.Status.CONFIRMED, DriftCase.Status.DISMISSED) and not (data.get("verdict") or "").strip():
+            self.add_error("verdict", f"a {new} case needs a verdict saying why")
+        return data
+
+
+@admin.register(DriftCase)
+class DriftCaseAdmin(admin.ModelAdmin):
+    form = DriftCaseForm
+    list_display = ["id", "session", "summary", "severity", "status", "assignee", "updated_at"]
+    list_filter = ["status", "severity"]
+    search_fields = ["session__key", "summary__summary_id"]
+    list_select_related = ["session", "summary", "assignee"]
+    readonly_fields = ["session", "summary", "severity", "findings", "opened_by", "created_at", "updated_at"]
+    inlines = [DriftCommentInline]
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False  # drift checks open cases
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def formfield_for_foreignkey(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
+        if db_field.name == "assignee":
+            kwargs["queryset"] = get_user_model().objects.filter(is_active=True)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request: Any, obj: DriftCase, form: Any, change: bool) -> None:
+        # through the service, so the change is checked and audited like one made in the console
+        assignee = obj.assignee.get_username() if obj.assignee else None
+        update_drift_case(obj.pk, {"status": obj.status, "assignee": assignee, "verdict": obj.verdict}, request.user)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Keys are created with ``manage.py create_api_key`` (the key is shown once); here they are listed and revoked."""
+
+    list_display = ["name", "user", "created_at", "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name"]
+    list_select_related = ["user"]
+    fields = ["name", "user", "lookup", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False  # revoke instead: the audit log keeps pointing at the key
+
+    @admin.action(description="Revoke the selected keys", permissions=["change"])
+    def revoke(self, request: Any, queryset: Any) -> None:
+        revoked = []
+        for api_key in queryset:
+            try:
+                if revoke_api_key(api_key.name, user=request.user)[1]:
+                    revoked.append(api_key.name)
+            except ServiceError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+        self.message_user(request, f"Revoked {len(revoked)} key(s): {', '.join(revoked) or 'none'}")

@@ -88,10 +88,14 @@ def request_compression(
 
 
 def _set(run: CompressionRun, **fields: Any) -> None:
-    """Update some fields of the run right away (pages poll them)."""
+    """Update some fields of the run right away (pages poll them).
+
+    Only while the row is still this attempt's: an attempt that recovery presumed dead and gave to
+    another worker must not overwrite what that worker records.
+    """
     for name, value in fields.items():
         setattr(run, name, value)
-    CompressionRun.objects.filter(pk=run.pk).update(**fields)
+    CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, attempts=run.attempts).update(**fields)
 
 
 def claim(run_id: int) -> CompressionRun | None:
@@ -117,7 +121,7 @@ def execute_run(run_id: int) -> str | None:
         log.info("run %s is not queued; nothing to do (a duplicate delivery)", run_id)
         return None
     try:
-        with heartbeat(run.pk):
+        with heartbeat(run.pk, run.attempts):
             return _execute(run)
     except Exception as exc:
         log.exception("run %s failed", run_id)
@@ -127,7 +131,7 @@ def execute_run(run_id: int) -> str | None:
 
 
 @contextmanager
-def heartbeat(run_id: int) -> Iterator[None]:
+def heartbeat(run_id: int, attempt: int) -> Iterator[None]:
     """Refresh the run's heartbeat from a thread while the work (a long model call, say) goes on."""
     stop = threading.Event()
 
@@ -135,7 +139,9 @@ def heartbeat(run_id: int) -> Iterator[None]:
         try:
             while not stop.wait(settings.RUN_HEARTBEAT_SECONDS):
                 try:
-                    CompressionRun.objects.filter(pk=run_id, status=Status.RUNNING).update(heartbeat_at=timezone.now())
+                    CompressionRun.objects.filter(pk=run_id, status=Status.RUNNING, attempts=attempt).update(
+                        heartbeat_at=timezone.now()
+                    )
                 except Exception:  # a missed beat is not fatal; a long silence is what recovery looks for
                     log.warning("heartbeat for run %s failed", run_id, exc_info=True)
         finally:
@@ -150,17 +156,23 @@ def heartbeat(run_id: int) -> Iterator[None]:
         thread.join()
 
 
-def _execute(run: CompressionRun) -> str:
+def _execute(run: CompressionRun) -> str | None:
     session = run.session
-    keys = session.keys()
-    messages = Message.load(keys)
-    _set(
-        run,
-        base_version=session.version,
-        base_length=len(keys),
-        input_keys=keys,
-        tokens_before=session.token_count,
-    )
+    if run.input_keys:
+        # a retry after a lost worker compresses the same snapshot, so the archive it stored still fits;
+        # what was appended since is kept by the write-back like any append during a run
+        keys = list(run.input_keys)
+        messages = Message.load(keys)
+    else:
+        keys = session.keys()
+        messages = Message.load(keys)
+        _set(
+            run,
+            base_version=session.version,
+            base_length=len(keys),
+            input_keys=keys,
+            tokens_before=session.token_count,
+        )
     config = session_config(session, run.config)
     thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
     summarizer = build_summarizer()
@@ -183,11 +195,6 @@ def _execute(run: CompressionRun) -> str:
     )
     _set(run, stage="write_back", heartbeat_at=timezone.now())
     output_keys = Message.store(result.messages)
-    summary = None
-    if archive_row and result.was_compressed:
-        _set_archive_id(archive_row[0], result)
-        if result.summary_text is not None:
-            summary = _store_summary(run, archive_row[0], result)
     status = Status.DEGRADED if result.was_compressed and result.summary_text is None else Status.SUCCEEDED
     fields: dict[str, Any] = {
         "output_keys": output_keys,
@@ -198,13 +205,24 @@ def _execute(run: CompressionRun) -> str:
         "boundaries": result.boundaries.to_dict() if result.boundaries else {},
         "pruned": [p.to_dict() for p in result.pruned],
         "repair": result.repair.to_dict() if result.repair else {},
-        "warnings": [w.to_dict() for w in result.warnings],
+        # keep what earlier attempts recorded (a lost worker) before this attempt's own warnings
+        "warnings": run.warnings + [w.to_dict() for w in result.warnings],
     }
+    summary = None
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
-        locked.ineffective_compressions = thrash.ineffective
-        locked.auto_compression_stopped = thrash.stopped
-        locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
+        mine = CompressionRun.objects.select_for_update().filter(
+            pk=run.pk, status=Status.RUNNING, attempts=run.attempts
+        )
+        if not mine.exists():
+            log.warning(
+                "run %s: attempt %s was given to another worker meanwhile; its result is dropped", run.pk, run.attempts
+            )
+            return None
+        if archive_row and result.was_compressed:
+            _set_archive_id(archive_row[0], result)
+            if result.summary_text is not None:
+                summary = _store_summary(run, archive_row[0], result)
         if result.was_compressed:
             current = locked.keys()
             if current[: len(keys)] != keys:
@@ -223,15 +241,35 @@ def _execute(run: CompressionRun) -> str:
             audit(run.created_by, "session.compress", locked, before=before, after=after | {"run": run.pk})
             if summary is not None:
                 Summary.objects.filter(pk=summary.pk).update(status=Summary.Status.ACTIVE)
+        # the anti-thrash memory follows runs that count (a conflict leaves the winner's)
+        locked.ineffective_compressions = thrash.ineffective
+        locked.auto_compression_stopped = thrash.stopped
+        locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
         _finish(run, status, **fields)
     if summary is not None:
-        from .tasks import check_drift_task
-
-        check_drift_task.delay(summary.pk)
+        send_drift_check(summary.pk)
     return status
 
 
+def send_drift_check(summary_id: int) -> None:
+    """Queue a summary's drift check. A broker failure here must not fail work already written."""
+    from .tasks import check_drift_task
+
+    try:
+        check_drift_task.delay(summary_id)
+    except Exception:
+        log.exception("could not queue the drift check of summary %s", summary_id)
+
+
 def _store_archive(run: CompressionRun, archive: PipelineArchive) -> Archive:
+    existing = Archive.objects.filter(run=run).first()
+    if existing is not None:  # stored by an earlier attempt of this run, whose worker died
+        if (existing.start, existing.end, existing.sha256) != (archive.start, archive.end, archive.sha256):
+            raise RuntimeError(
+                f"attempt {run.attempts} archived messages {archive.start}-{archive.end}, but an earlier attempt "
+                f"archived {existing.start}-{existing.end}; refusing to replace an archive"
+            )
+        return existing
     keys = Message.store(archive.messages)
     return Archive.objects.create(
         session_id=run.session_id,
@@ -396,16 +434,17 @@ def record_reported_run(
             finished_at=now,
         )
         current = session.keys()
-        if not current or current == input_keys:
+        consolidated = session.last_consolidated
+        if current and current != input_keys:
+            not_applied = "the session's live history is not the reported input; it was left unchanged"
+        elif output_keys[:consolidated] != current[:consolidated]:
+            not_applied = f"the output rewrites the first {consolidated} (consolidated) messages; it was not applied"
+        else:
+            not_applied = ""
             session.replace_from(current, output_keys)
             run.applied = True
-        else:
-            run.warnings = [
-                {
-                    "code": "not_applied",
-                    "message": "the session's live history is not the reported input; it was left unchanged",
-                }
-            ]
+        if not_applied:
+            run.warnings = [{"code": "not_applied", "message": not_applied}]
         run.save(update_fields=["applied", "warnings"])
         summary = None
         if start is not None:
@@ -432,9 +471,7 @@ def record_reported_run(
             raise InvalidSession("a summary_text needs the archive_messages it summarizes")
         audit(user, "run.report", run, after={"session": session.key, "applied": run.applied})
     if summary is not None:
-        from .tasks import check_drift_task
-
-        transaction.on_commit(lambda: check_drift_task.delay(summary.pk))
+        transaction.on_commit(lambda: send_drift_check(summary.pk))
     return run
 
 

@@ -14,7 +14,7 @@ class SessionIn(Schema):
     key: str = Field(min_length=1, max_length=255, description="e.g. `wechat:wxid_123`; no `/`")
     messages: Messages = Field(default_factory=list, description="OpenAI chat-format messages")
     metadata: dict[str, Any] = Field(default_factory=dict)
-    context_window_tokens: int | None = Field(None, ge=1_000, le=10_000_000)
+    context_window_tokens: int | None = Field(None, ge=256, le=10_000_000)
     last_consolidated: int = Field(0, ge=0, description="a prefix compression never rewrites")
 
 

@@ -123,8 +123,8 @@ def create_session(data: ImportedSession, user: Any = None) -> Session:
     messages = check_messages(data.messages)
     if not data.key or len(data.key) > 255 or "\x00" in data.key:
         raise InvalidSession("key must be 1 to 255 characters, without NUL")
-    if data.context_window_tokens is not None and not 1_000 <= data.context_window_tokens <= 10_000_000:
-        raise InvalidSession("context_window_tokens must be between 1000 and 10000000")
+    if data.context_window_tokens is not None and not 256 <= data.context_window_tokens <= 10_000_000:
+        raise InvalidSession("context_window_tokens must be between 256 and 10000000")
     if not isinstance(data.metadata, dict):
         raise InvalidSession("metadata must be a JSON object")
     if Session.objects.filter(key=data.key).exists():

@@ -108,6 +108,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
+    "ninja",  # serves the API docs' Swagger UI from its own static files (no CDN)
     "console",
 ]
 

@@ -16,7 +16,7 @@ from compression import Compressor, check_drift, render_summary_message
 from compression.summary_message import SummaryHeader
 
 from .models import Archive, DriftCase, Message, Session, Summary
-from .runs import live_summary_index
+from .runs import live_summary_index, send_drift_check
 from .services import Conflict, InvalidSession, NotFound, ServiceError, audit, session_config
 from .summarizers import build_summarizer
 
@@ -124,9 +124,7 @@ def _resummarize(summary: Summary) -> str:
         summary.error, summary.status = outcome.error or "the summarizer failed", Summary.Status.FAILED
     summary.save(update_fields=["text", "error", "provenance", "facts", "status", "stage", "updated_at"])
     if outcome.ok:
-        from .tasks import check_drift_task
-
-        check_drift_task.delay(summary.pk)
+        send_drift_check(summary.pk)
     return summary.status
 
 

@@ -1,10 +1,13 @@
-"""Suite-wide setup: in CI the real PostgreSQL and Redis are required, not optional."""
+"""Suite-wide setup: in CI the real PostgreSQL and Redis are required, not optional; shared fixtures."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,3 +34,10 @@ def pytest_configure(config: pytest.Config) -> None:
         redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5).ping()
     except Exception as exc:
         pytest.exit(f"CI=true but Redis at {settings.REDIS_URL} is not reachable: {exc}", returncode=3)
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """An OpenAI-compatible fake server on loopback, fresh per test (answers ``ok`` unless scripted otherwise)."""
+    with FakeOpenAIServer() as server:
+        yield server

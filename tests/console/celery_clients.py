@@ -14,6 +14,7 @@ def filesystem_client(var_dir: Path) -> Celery:
         folder.mkdir(parents=True, exist_ok=True)
     return Celery(
         "test-client",
+        set_as_current=False,  # else the tasks the test process sends with .delay() would go through it
         broker="filesystem://",
         backend=f"file://{var_dir / 'celery-results'}",
         broker_transport_options={

@@ -119,7 +119,9 @@ def test_a_browser_session_works_and_needs_csrf_for_writes():
 
 @pytest.mark.django_db
 def test_a_viewer_reads_but_cannot_write(viewer, operator):
-    assert operator.post("/sessions", {"key": "s:1", "messages": [{"role": "user", "content": "hi"}]}).status_code == 201
+    assert (
+        operator.post("/sessions", {"key": "s:1", "messages": [{"role": "user", "content": "hi"}]}).status_code == 201
+    )
     assert viewer.get("/sessions/s:1").status_code == 200
     before = counts()
     for url, body in [
@@ -193,7 +195,11 @@ def test_it_creates_reads_lists_and_searches_sessions(operator):
     [
         (b'{"key": "s:1", "messages": [', 400, "not valid JSON"),
         ({"key": "s:1", "messages": [{"role": "wizard", "content": "x"}]}, 422, "message 0: unknown role 'wizard'"),
-        ({"key": "s:1", "messages": [{"role": "tool", "content": "x"}]}, 422, "message 0: a tool result without tool_call_id"),
+        (
+            {"key": "s:1", "messages": [{"role": "tool", "content": "x"}]},
+            422,
+            "message 0: a tool result without tool_call_id",
+        ),
         (
             {"key": "s:1", "messages": [{"role": "assistant", "content": None, "tool_calls": "ls"}]},
             422,
@@ -489,3 +495,10 @@ def test_drift_cases_are_listed_read_and_reviewed(operator, drift_case):
     assert detail["verdict"] == "the summary inverts 先不要"
     actions = list(AuditEvent.objects.filter(object_type="driftcase").values_list("action", flat=True))
     assert sorted(actions) == ["drift_case.comment", "drift_case.update"]
+
+
+@pytest.mark.django_db
+def test_the_api_docs_load_swagger_from_our_static_files_not_a_cdn():
+    html = Client().get("/api/v1/docs").content.decode()
+    assert "/static/ninja/swagger-ui-bundle.js" in html
+    assert "cdn" not in html.lower()

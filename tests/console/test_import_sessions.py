@@ -79,3 +79,119 @@ def test_it_skips_existing_sessions_when_asked():
     out, _, error = run_import(SAMPLES, skip_existing=True)
     assert error is None
     assert "skipped  wechat_wxid_demo01.jsonl" in out
+
+
+@pytest.mark.django_db
+def test_it_reports_an_existing_session_as_failed_without_skip_existing():
+    run_import(SAMPLES)
+    out, err, error = run_import(SAMPLES)
+    assert "failed   wechat_wxid_demo01.jsonl: session 'wechat:wxid_demo01' already exists" in err
+    assert "--skip-existing" in err
+    assert error is not None and "2 of 2" in str(error)
+    assert Session.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_it_reports_every_file_and_a_total(tmp_path):
+    (tmp_path / "ok.json").write_text(json.dumps([{"role": "user", "content": "fine"}]))
+    (tmp_path / "bad.json").write_text("[")
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "deep.json").write_text(json.dumps([{"role": "user", "content": "deep"}]))
+    out, err, error = run_import(tmp_path, tmp_path / "ok.json")
+    assert "imported ok.json" in out
+    assert "failed   bad.json: invalid JSON" in err
+    assert "ignored  notes.txt: not a .jsonl or .json file" in out
+    assert "ignored  nested/: a directory (directories are not searched)" in out
+    assert "ignored  ok.json: named twice" in out
+    assert "done: imported 1, skipped 0, failed 1, ignored 3" in out
+    assert error is not None and "1 of 2" in str(error)
+
+
+@pytest.mark.django_db
+def test_it_says_when_a_directory_is_empty(tmp_path):
+    out, _, error = run_import(tmp_path)
+    assert error is None
+    assert f"ignored  {tmp_path}: the directory is empty" in out
+
+
+@pytest.mark.django_db
+def test_it_refuses_a_missing_path_before_importing_anything(tmp_path):
+    (tmp_path / "ok.json").write_text(json.dumps([{"role": "user", "content": "fine"}]))
+    _, _, error = run_import(tmp_path / "ok.json", tmp_path / "missing.json")
+    assert error is not None and "missing.json does not exist" in str(error)
+    assert Session.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [32000, "32000", 32000.0])
+def test_it_takes_the_context_window_from_the_header(tmp_path, value):
+    header = {"_type": "metadata", "key": "t:window", "context_window_tokens": value, "last_consolidated": 1}
+    lines = [header, {"role": "user", "content": "一"}, {"role": "assistant", "content": "二"}]
+    (tmp_path / "w.jsonl").write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines))
+    _, err, error = run_import(tmp_path / "w.jsonl")
+    assert error is None, err
+    session = Session.objects.get(key="t:window")
+    assert session.context_window_tokens == 32000
+    assert session.last_consolidated == 1
+
+
+@pytest.mark.django_db
+def test_it_takes_the_context_window_from_a_session_object(tmp_path):
+    data = {"key": "t:obj", "context_window_tokens": 8000, "messages": [{"role": "user", "content": "x"}]}
+    (tmp_path / "o.json").write_text(json.dumps(data))
+    run_import(tmp_path / "o.json")
+    assert Session.objects.get(key="t:obj").context_window_tokens == 8000
+
+
+@pytest.mark.django_db
+def test_it_keeps_the_default_context_window_without_one(tmp_path):
+    (tmp_path / "d.json").write_text(json.dumps([{"role": "user", "content": "x"}]))
+    run_import(tmp_path / "d.json")
+    assert Session.objects.get(key="import:d").context_window_tokens == 128_000
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        ({"context_window_tokens": "32k"}, "context_window_tokens is not a whole number: '32k'"),
+        ({"context_window_tokens": True}, "context_window_tokens is not a whole number: True"),
+        ({"context_window_tokens": 1.5}, "context_window_tokens is not a whole number: 1.5"),
+        ({"context_window_tokens": 100}, "context_window_tokens must be between 256 and 10000000"),
+        ({"context_window_tokens": 2**40}, "context_window_tokens must be between 0 and 2147483647"),
+        ({"last_consolidated": 2.5}, "last_consolidated is not a whole number: 2.5"),
+        ({"last_consolidated": -1}, "last_consolidated must be between 0"),
+        ({"last_consolidated": 9}, "last_consolidated must be between 0 and the number of messages"),
+        ({"metadata": ["not", "an", "object"]}, "metadata must be a JSON object"),
+    ],
+)
+def test_it_refuses_a_bad_header_by_name(tmp_path, header, problem):
+    lines = [{"_type": "metadata", "key": "t:bad", **header}, {"role": "user", "content": "x"}]
+    (tmp_path / "h.jsonl").write_text("\n".join(json.dumps(line) for line in lines))
+    _, err, error = run_import(tmp_path / "h.jsonl")
+    assert problem in err
+    assert error is not None
+    assert Session.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_it_reports_what_the_database_refuses_and_goes_on(tmp_path, monkeypatch):
+    from django.db import DataError
+
+    import console.management.commands.import_sessions as command
+
+    real = command.create_session
+
+    def refuse_nul(data, user=None):
+        if any("\x00" in str(m.get("content")) for m in data.messages):
+            raise DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+        return real(data, user)
+
+    monkeypatch.setattr(command, "create_session", refuse_nul)
+    (tmp_path / "a.json").write_text(json.dumps([{"role": "tool", "tool_call_id": "c", "content": "bin\u0000ary"}]))
+    (tmp_path / "b.json").write_text(json.dumps([{"role": "user", "content": "fine"}]))
+    out, err, error = run_import(tmp_path)
+    assert "failed   a.json: the database refused it: PostgreSQL text fields cannot contain NUL" in err
+    assert "imported b.json" in out
+    assert error is not None and "1 of 2" in str(error)
