@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client, override_settings
 
 from compression import validate_messages
+from console.apikeys import create_api_key
 from console.celery import app
 from console.models import ApiKey, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 
@@ -28,11 +29,7 @@ def sample_messages() -> list[dict]:
 
 
 def issue_key(name: str, role: str) -> str:
-    user = User.objects.create_user(f"api:{name}")
-    user.groups.add(Group.objects.get(name=role))
-    key, lookup = ApiKey.new_key()
-    ApiKey.objects.create(name=name, user=user, lookup=lookup, key_sha256=ApiKey.digest(key))
-    return key
+    return create_api_key(name, role)[1]
 
 
 class Api:
@@ -502,3 +499,18 @@ def test_the_api_docs_load_swagger_from_our_static_files_not_a_cdn():
     html = Client().get("/api/v1/docs").content.decode()
     assert "/static/ninja/swagger-ui-bundle.js" in html
     assert "cdn" not in html.lower()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("method", "url", "status", "detail"),
+    [
+        ("get", "/api/v1/nope", 404, "no API endpoint GET /api/v1/nope"),
+        ("get", "/api/v1/runs/abc", 404, "/api/v1/docs"),
+        ("delete", "/api/v1/sessions", 405, "DELETE is not allowed"),
+    ],
+)
+def test_errors_django_answers_itself_are_json_under_the_api(operator, method, url, status, detail):
+    response = getattr(operator.client, method)(url, headers=operator.headers)
+    assert response.status_code == status
+    assert detail in response.json()["detail"]
