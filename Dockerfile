@@ -12,4 +12,4 @@ RUN DEBUG=false SECRET_KEY=build-only python manage.py collectstatic --no-input 
 RUN useradd --create-home console && chown -R console /app
 USER console
 EXPOSE 8000
-CMD ["gunicorn", "console.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120"]
+CMD ["gunicorn", "console.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "8", "--timeout", "120"]

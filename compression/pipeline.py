@@ -37,7 +37,8 @@ class CompressionWarning:
 
     codes: summary_failed, still_over_threshold, repeated_compression,
     auto_compression_stopped, nothing_to_compress, no_token_savings,
-    facts_failed, summary_over_budget, input_repaired
+    facts_failed, summary_over_budget, input_repaired, pruned_only (compressed by pruning alone:
+    no archive, no summary)
     """
 
     code: str
@@ -335,6 +336,8 @@ class Compressor:
         counts.update(head=bounds.head_end, middle=bounds.middle_size, tail=bounds.total - bounds.tail_start)
         middle = messages[bounds.head_end : bounds.tail_start]
         if all(_is_ours(m) for m in middle):
+            if pruned.items:
+                return self._pruned_only(messages, pruned, stages, tokens_before, bounds)
             why = "no middle segment" if not middle else "the middle holds only an earlier summary"
             warning = CompressionWarning("nothing_to_compress", f"nothing to compress: {why}")
             return self._unchanged(messages, stages, tokens_before, bounds, [warning])
@@ -427,6 +430,43 @@ class Compressor:
             stages=stages.stats,
             pruned=[p for p in plan.pruned.items if p.index >= bounds.tail_start],
             facts=plan.facts,
+            warnings=warnings,
+            repair=report,
+        )
+
+    def _pruned_only(
+        self,
+        messages: list[dict[str, Any]],
+        pruned: PruneResult,
+        stages: _Stages,
+        tokens_before: int,
+        bounds: Boundaries,
+    ) -> CompressionResult:
+        """Pruning old tool output was enough: everything left fits the tail, so there is nothing to summarize."""
+        counts = stages.start("validate")
+        repaired, report = repair_messages(pruned.messages, self.profile)
+        violations = validate_messages(repaired, self.profile)
+        counts.update(violations=len(violations), repaired=report.changed)
+        tokens_after = self.counter.count(repaired)
+        stages.end()
+        if tokens_after >= tokens_before:
+            warning = CompressionWarning("no_token_savings", "pruning tool output did not make the history smaller")
+            return self._unchanged(messages, stages, tokens_before, bounds, [warning])
+        warnings = [
+            CompressionWarning(
+                "pruned_only",
+                f"pruned {len(pruned.items)} old tool results; the rest fits the tail, so nothing was summarized",
+            )
+        ]
+        warnings.extend(self._track_thrash(tokens_after, any(_is_summary(m) for m in messages)))
+        return CompressionResult(
+            messages=repaired,
+            was_compressed=True,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            boundaries=bounds,
+            stages=stages.stats,
+            pruned=list(pruned.items),
             warnings=warnings,
             repair=report,
         )

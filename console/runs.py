@@ -195,7 +195,7 @@ def _execute(run: CompressionRun) -> str | None:
     )
     _set(run, stage="write_back", heartbeat_at=timezone.now())
     output_keys = Message.store(result.messages)
-    status = Status.DEGRADED if result.was_compressed and result.summary_text is None else Status.SUCCEEDED
+    status = Status.DEGRADED if "summary_failed" in result.warning_codes() else Status.SUCCEEDED
     fields: dict[str, Any] = {
         "output_keys": output_keys,
         "was_compressed": result.was_compressed,

@@ -155,8 +155,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A worker and the web server share the file: wait for locks instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-    # A file, not memory, so that a worker process started by a test sees the test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-console.sqlite3")}
+    # A file, not memory, so that a worker process started by a test sees the test database
+    # (tests hand workers its path); one per test process, so two runs at once do not collide.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-console-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -211,7 +212,7 @@ RUN_QUEUED_RESEND_SECONDS = env_float("RUN_QUEUED_RESEND_SECONDS", 600.0, minimu
 #: tries before a run whose worker keeps dying is failed
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, minimum=1)
 #: the longest `wait` a compress request may block for
-COMPRESS_WAIT_MAX_SECONDS = env_float("COMPRESS_WAIT_MAX_SECONDS", 300.0, minimum=0.0)
+COMPRESS_WAIT_MAX_SECONDS = env_float("COMPRESS_WAIT_MAX_SECONDS", 90.0, minimum=0.0)
 #: drift findings at or above this severity open a drift case by themselves
 DRIFT_CASE_MIN_SEVERITY = env_str("DRIFT_CASE_MIN_SEVERITY", "high")
 if DRIFT_CASE_MIN_SEVERITY not in ("low", "medium", "high"):

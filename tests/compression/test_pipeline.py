@@ -11,7 +11,7 @@ from compression.config import CompressionConfig
 from compression.pipeline import STAGES, Compressor, ThrashState
 from compression.summary_message import is_summary_message
 from compression.validate import validate_messages
-from tests.compression.builders import FakeSummarizer, assistant, call, calls, result, run_async, session, user
+from tests.compression.builders import FakeSummarizer, assistant, call, calls, result, run_async, session, system, user
 
 CONFIG = CompressionConfig(context_window_tokens=4_000)
 
@@ -222,3 +222,22 @@ def test_it_pins_facts_of_tail_results_that_pruning_shortened() -> None:
     kept = next(m for m in outcome.messages if m.get("tool_call_id") == "t0")
     assert "KeyError" not in kept["content"], "the test needs the failing result to be pruned"
     assert any(f.kind == "error" and "KeyError: 'currency_code'" in f.text for f in outcome.facts)
+
+
+def test_pruning_alone_compresses_when_everything_left_fits_the_tail() -> None:
+    """Few turns, huge tool outputs: once they are pruned the rest fits the tail, so there is nothing to summarize."""
+    summarizer = FakeSummarizer()
+    history = [system(), user("Read the config and the log. Do not edit anything.")]
+    for i in range(4):
+        history += [calls(call(f"c{i}", path=f"logs/part{i}.log")), result(f"c{i}", f"line {i}\n" * 3_000)]
+    history += [assistant("Both read."), user("What did you find?")]
+    result_ = compressor(summarizer, context_window_tokens=16_000).compress(history)
+    assert result_.was_compressed
+    assert result_.warning_codes()[0] == "pruned_only"
+    assert "summary_failed" not in result_.warning_codes()
+    assert result_.archive is None and result_.summary is None and result_.summary_text is None
+    assert summarizer.requests == []
+    assert result_.tokens_after < result_.tokens_before / 5
+    assert result_.pruned and validate_messages(result_.messages) == []
+    assert result_.messages[-1] == history[-1]  # the latest user message stays verbatim
+    assert [m["role"] for m in result_.messages] == [m["role"] for m in history]

@@ -21,6 +21,12 @@ def test_it_creates_demo_users_and_loads_samples_once():
         assert list(user.groups.values_list("name", flat=True)) == [role]
         assert not user.is_staff
     assert set(Session.objects.values_list("key", flat=True)) == {"wechat:wxid_demo01", "import:coding_export_job"}
+    # each demo session was compressed once (not again on the second call), with a summary to read
+    for session in Session.objects.all():
+        [run] = session.runs.all()
+        assert run.status == "succeeded" and run.applied, (run.error, run.warnings, run.was_compressed)
+        assert run.archive.summaries.get().status == "active"
+        assert f"compressed {session.key}: run {run.pk} succeeded" in out.getvalue()
 
 
 @pytest.mark.django_db

@@ -1,3 +1,4 @@
+import contextlib
 import os
 from pathlib import Path
 
@@ -6,9 +7,14 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from console.importers import read_session_file
+from console.models import CompressionRun, Session
 from console.roles import ROLE_PERMISSIONS
+from console.services import InvalidSession
 
 DEMO_PASSWORD = "demo-console"
+#: small enough that the samples (about 28k tokens each) really compress
+DEMO_CONFIG = {"context_window_tokens": 8_000}
 
 
 class Command(BaseCommand):
@@ -28,7 +34,32 @@ class Command(BaseCommand):
         samples = Path(os.environ.get("DEMO_SAMPLES_DIR") or settings.BASE_DIR.parent / "shared" / "samples")
         if samples.is_dir():
             call_command("import_sessions", str(samples), skip_existing=True, stdout=self.stdout, stderr=self.stderr)
+            self.compress_demo_sessions(admin, samples)
         else:
             self.stdout.write(f"no sample sessions at {samples}; set DEMO_SAMPLES_DIR to load some")
         roles = ", ".join(ROLE_PERMISSIONS)
         self.stdout.write(self.style.SUCCESS(f"Demo users (password {DEMO_PASSWORD!r}): admin (staff), {roles}"))
+
+    def compress_demo_sessions(self, admin: User, samples: Path) -> None:
+        """Give each demo session that has no run one compression, so every page has something to show.
+
+        Runs in this process (tasks eager), so the demo does not depend on a worker being up yet.
+        """
+        from console.celery import app
+        from console.runs import execute_run
+
+        keys = []
+        for path in sorted(samples.glob("*.json*")):
+            with contextlib.suppress(InvalidSession):  # import_sessions reported it
+                keys.append(read_session_file(path).key)
+        eager = app.conf.task_always_eager
+        app.conf.task_always_eager = True
+        try:
+            for session in Session.objects.filter(key__in=keys, runs__isnull=True):
+                run = CompressionRun.objects.create(
+                    session=session, trigger=CompressionRun.Trigger.MANUAL, created_by=admin, config=DEMO_CONFIG
+                )
+                status = execute_run(run.pk)
+                self.stdout.write(f"compressed {session.key}: run {run.pk} {status}")
+        finally:
+            app.conf.task_always_eager = eager
