@@ -77,8 +77,7 @@ class AuditEventAdmin(ViewOnly):
 
 class DriftCommentInline(admin.TabularInline):
     model = DriftComment
-    fields = ["author", "body", "quote", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("author", "body", "quote", "created_at")
     extra = 0
     can_delete = False
 
@@ -140,8 +139,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["name"]
     list_select_related = ["user"]
-    fields = ["name", "user", "lookup", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("name", "user", "lookup", "created_at", "last_used_at", "revoked_at")
     actions = ["revoke"]
 
     def has_add_permission(self, request: Any, obj: Any = None) -> bool:

@@ -1,6 +1,8 @@
 """Celery app, wired the Django way: `celery -A console worker` starts a worker."""
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from celery import Celery
 
@@ -19,3 +21,14 @@ def _make_local_folders(sender: Celery, **kwargs: object) -> None:
     if not settings.REDIS_URL:
         settings.CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
         settings.CELERY_RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+
+
+@contextmanager
+def tasks_inline() -> Iterator[None]:
+    """Run tasks in this process as they are sent, not through the broker (setup commands, tests)."""
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = before

@@ -71,7 +71,7 @@ class Message(models.Model):
         """Store each distinct message once; return their keys in order."""
         keys = [message_sha256(m) for m in messages]
         existing = set(cls.objects.filter(sha256__in=set(keys)).values_list("sha256", flat=True))
-        new: dict[str, Message] = {}
+        new: dict[str, Any] = {}
         for key, data in zip(keys, messages, strict=True):
             if key not in existing and key not in new:
                 new[key] = cls(
@@ -81,7 +81,7 @@ class Message(models.Model):
                     text=searchable_text(data),
                     tokens=count_tokens([data]),
                 )
-        cls.objects.bulk_create(new.values(), ignore_conflicts=True, batch_size=500)
+        cls.objects.bulk_create(list(new.values()), ignore_conflicts=True, batch_size=500)
         return keys
 
     @classmethod
@@ -317,6 +317,8 @@ class Summary(Immutable):
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "summaries"
 
+    _stored_status: str | None = None
+
     def __str__(self) -> str:
         return self.summary_id
 
@@ -327,7 +329,7 @@ class Summary(Immutable):
         return row
 
     def mutable_fields(self) -> frozenset[str]:
-        if getattr(self, "_stored_status", None) == self.Status.PENDING:
+        if self._stored_status == self.Status.PENDING:
             return self.MUTABLE_FIELDS | self.RESULT_FIELDS
         return self.MUTABLE_FIELDS
 

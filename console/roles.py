@@ -28,7 +28,7 @@ def sync_role_groups(**kwargs: Any) -> None:
 
     for role, perms in ROLE_PERMISSIONS.items():
         group, _ = Group.objects.get_or_create(name=role)
-        wanted = []
+        wanted: list[Any] = []
         for perm in perms:
             app_label, codename = perm.split(".", 1)
             wanted.extend(Permission.objects.filter(content_type__app_label=app_label, codename=codename))

@@ -10,6 +10,7 @@ meanwhile. Anything else ends the run ``conflict`` and leaves the session alone.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import threading
@@ -333,7 +334,7 @@ def recover_stale_runs(stale_after: float | None = None, queued_after: float | N
         if run.attempts < settings.RUN_MAX_ATTEMPTS:
             moved = CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at)
             if moved.update(status=Status.QUEUED, stage="", warnings=run.warnings + [_lost_worker(run)]):
-                transaction.on_commit(lambda pk=run.pk: execute_run_task.delay(pk))
+                transaction.on_commit(functools.partial(execute_run_task.delay, run.pk))
                 report["requeued"] += 1
         else:
             error = f"the worker stopped responding {run.attempts} times (last at stage {run.stage or 'start'})"

@@ -82,7 +82,7 @@ def database_config(url: str) -> dict:
         raise ImproperlyConfigured(f"DATABASE_URL={url!r} is not a valid database URL: {exc}") from None
     if not config.get("ENGINE") or (config["ENGINE"] != "django.db.backends.sqlite3" and not config.get("NAME")):
         raise ImproperlyConfigured(f"DATABASE_URL={url!r} names no database")
-    return config
+    return dict(config)
 
 
 # Local state of the embedded mode (SQLite file, filesystem broker) lives here.
@@ -226,7 +226,7 @@ CELERY_RESULTS_DIR = VAR_DIR / "celery-results"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 else:
     CELERY_BROKER_URL = "filesystem://"
     CELERY_RESULT_BACKEND = f"file://{CELERY_RESULTS_DIR}"

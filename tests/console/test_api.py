@@ -14,7 +14,7 @@ from django.test import Client, override_settings
 
 from compression import validate_messages
 from console.apikeys import create_api_key
-from console.celery import app
+from console.celery import tasks_inline
 from console.models import ApiKey, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "coding_export_job.json"
@@ -57,9 +57,8 @@ class Api:
 @pytest.fixture
 def eager(transactional_db):
     """Run Celery tasks in-process when the transaction that queued them commits (a real commit)."""
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
+    with tasks_inline():
+        yield
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from compression import ExtractiveSummarizer, validate_messages
 from compression.messages import message_sha256, messages_sha256
 from compression.types import SummaryOutcome, SummaryRequest
 from console import runs
-from console.celery import app
+from console.celery import tasks_inline
 from console.importers import read_session_file
 from console.models import Archive, CompressionRun, Message, Session, SummarizerCooldown, Summary
 from console.services import ImportedSession, InvalidSession, append_messages, create_session
@@ -48,12 +48,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def eager_tasks() -> Iterator[None]:
     """Tasks sent while a test runs execute inline instead of going to a broker."""
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    try:
+    with tasks_inline():
         yield
-    finally:
-        app.conf.task_always_eager = before
 
 
 def sample_session(name: str = CODING, *, key: str | None = None, **fields: Any) -> Session:

@@ -45,21 +45,17 @@ class Command(BaseCommand):
 
         Runs in this process (tasks eager), so the demo does not depend on a worker being up yet.
         """
-        from console.celery import app
+        from console.celery import tasks_inline
         from console.runs import execute_run
 
         keys = []
         for path in sorted(samples.glob("*.json*")):
             with contextlib.suppress(InvalidSession):  # import_sessions reported it
                 keys.append(read_session_file(path).key)
-        eager = app.conf.task_always_eager
-        app.conf.task_always_eager = True
-        try:
+        with tasks_inline():
             for session in Session.objects.filter(key__in=keys, runs__isnull=True):
                 run = CompressionRun.objects.create(
                     session=session, trigger=CompressionRun.Trigger.MANUAL, created_by=admin, config=DEMO_CONFIG
                 )
                 status = execute_run(run.pk)
                 self.stdout.write(f"compressed {session.key}: run {run.pk} {status}")
-        finally:
-            app.conf.task_always_eager = eager
