@@ -42,6 +42,16 @@ class CompressionRunAdmin(ViewOnly):
     list_filter = ["status", "trigger"]
     search_fields = ["session__key"]
     list_select_related = ["session"]
+    exclude = ["input_keys", "output_keys"]  # thousands of hashes; the counts say more here
+    readonly_fields = ["input_messages", "output_messages"]
+
+    @admin.display(description="input messages")
+    def input_messages(self, obj: CompressionRun) -> int:
+        return len(obj.input_keys)
+
+    @admin.display(description="output messages")
+    def output_messages(self, obj: CompressionRun) -> int:
+        return len(obj.output_keys)
 
 
 @admin.register(Archive)
@@ -49,6 +59,7 @@ class ArchiveAdmin(ViewOnly):
     list_display = ["id", "session", "run", "start", "end", "sha256", "created_at"]
     search_fields = ["session__key", "sha256", "inserted_id"]
     list_select_related = ["session"]
+    exclude = ["message_keys"]
     readonly_fields = ["verified"]
 
     @admin.display(description="originals match sha256")

@@ -513,3 +513,21 @@ def test_errors_django_answers_itself_are_json_under_the_api(operator, method, u
     response = getattr(operator.client, method)(url, headers=operator.headers)
     assert response.status_code == status
     assert detail in response.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_a_real_sized_session_fits_under_the_default_limit(operator):
+    """Django's default 2.5 MB body limit would refuse this; the configured limit (64 MiB) takes it whole."""
+    output = "2026-11-28 INFO row written\n" * 300_000  # about 8 MB of tool output
+    messages = [
+        {"role": "user", "content": "dump the log"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("c1")]},
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+    ]
+    response = operator.post("/sessions", {"key": "s:big", "messages": messages})
+    assert response.status_code == 201, response.content[:200]
+    assert operator.get("/sessions/s:big").json()["messages"][2]["content"] == output
+
+
+def _call(call_id: str) -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": '{"cmd": "cat log"}'}}
