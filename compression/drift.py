@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .facts import (
@@ -55,6 +55,8 @@ class DriftFinding:
     evidence: dict[str, str]  # {"original": ..., "summary": ...}
     source_index: int | None = None
     detail: str = ""
+    #: where ``source_index`` points: "segment" (``original_messages``) or "context" (``context_messages``)
+    scope: str = "segment"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +65,7 @@ class DriftFinding:
             "evidence": dict(self.evidence),
             "source_index": self.source_index,
             "detail": self.detail,
+            "scope": self.scope,
         }
 
 
@@ -540,9 +543,9 @@ def _check_context(
     for c in constraints:
         finding = None if c.text in known else _check_constraint(c, prose, pinned, summary)
         if finding and finding.kind == "constraint_inverted":
-            findings.append(finding)
+            findings.append(replace(finding, scope="context"))
     for a in approvals:
         finding = None if a.text in known else _check_approval(a, prose, summary)
         if finding and finding.kind == "constraint_inverted":
-            findings.append(finding)
+            findings.append(replace(finding, scope="context"))
     return findings

@@ -182,14 +182,20 @@ def promote_summary(summary_id: int, user: Any = None) -> Session:
 
 def check_summary_drift(summary_id: int) -> list[dict[str, Any]]:
     """Compare a summary with its archived originals; open a case for findings at or over the threshold."""
-    summary = Summary.objects.select_related("archive").get(pk=summary_id)
+    summary = Summary.objects.select_related("archive__run").get(pk=summary_id)
     if not summary.text:
         return []
     archive = summary.archive
+    # the history the run compressed: constraints in its head and tail stayed verbatim, but a summary
+    # must not contradict them either (indexes into it are the history's own)
+    context = Message.load(archive.run.input_keys) if archive.run.input_keys else None
     findings = []
-    for finding in check_drift(archive_messages(archive), summary.text):
+    for finding in check_drift(archive_messages(archive), summary.text, context_messages=context):
         data = finding.to_dict()
-        data["message_index"] = archive.start + finding.source_index if finding.source_index is not None else None
+        index = finding.source_index
+        if index is not None and finding.scope == "segment":
+            index += archive.start
+        data["message_index"] = index
         findings.append(data)
     with transaction.atomic():
         summary.drift_findings = findings

@@ -531,3 +531,25 @@ def test_a_real_sized_session_fits_under_the_default_limit(operator):
 
 def _call(call_id: str) -> dict:
     return {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": '{"cmd": "cat log"}'}}
+
+
+@pytest.mark.django_db
+def test_a_drifted_model_summary_opens_a_drift_case_by_itself(operator, eager, fake_openai, settings):
+    """The model inverts the user's "do not change infra/terraform"; the case opens without anyone asking."""
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "test"
+    settings.SUMMARY_MAX_RETRIES = 0
+    fake_openai.script("drift")
+    operator.post("/sessions", {"key": "job:drift", "messages": sample_messages(), "context_window_tokens": 4000})
+    run = operator.get(f"/runs/{operator.post('/sessions/job:drift/compress', {}).json()['run_id']}").json()
+    assert run["status"] == "succeeded", run
+    summary = operator.get(f"/summaries/{run['summary']['id']}").json()
+    assert summary["provenance"]["generator"] == "openai"
+    kinds = {f["kind"] for f in summary["drift_findings"]}
+    assert {"constraint_inverted", "constraint_dropped"} & kinds, summary["drift_findings"]
+
+    cases = operator.get("/drift-cases", session="job:drift").json()["items"]
+    assert len(cases) == 1 and cases[0]["status"] == "open" and cases[0]["severity"] == "high"
+    assert cases[0]["summary_id"] == summary["id"]
+    finding = cases[0]["findings"][0]
+    assert finding["evidence"]["original"] and finding["message_index"] is not None
+    assert AuditEvent.objects.filter(action="drift_case.open", object_id=str(cases[0]["id"])).exists()
