@@ -443,8 +443,14 @@ class Compressor:
         bounds: Boundaries,
     ) -> CompressionResult:
         """Pruning old tool output was enough: everything left fits the tail, so there is nothing to summarize."""
+        items = [p for p in pruned.items if p.index >= bounds.head_end]
+        if not items:  # only the head was pruned, and the head is protected
+            warning = CompressionWarning("nothing_to_compress", "nothing to compress: no middle segment")
+            return self._unchanged(messages, stages, tokens_before, bounds, [warning])
         counts = stages.start("validate")
-        repaired, report = repair_messages(pruned.messages, self.profile)
+        # the head is protected: its original messages, never pruned (as in a full compression)
+        kept = messages[: bounds.head_end] + pruned.messages[bounds.head_end :]
+        repaired, report = repair_messages(kept, self.profile)
         violations = validate_messages(repaired, self.profile)
         counts.update(violations=len(violations), repaired=report.changed)
         tokens_after = self.counter.count(repaired)
@@ -455,7 +461,7 @@ class Compressor:
         warnings = [
             CompressionWarning(
                 "pruned_only",
-                f"pruned {len(pruned.items)} old tool results; the rest fits the tail, so nothing was summarized",
+                f"pruned {len(items)} old tool results; the rest fits the tail, so nothing was summarized",
             )
         ]
         warnings.extend(self._track_thrash(tokens_after, any(_is_summary(m) for m in messages)))
@@ -466,7 +472,7 @@ class Compressor:
             tokens_after=tokens_after,
             boundaries=bounds,
             stages=stages.stats,
-            pruned=list(pruned.items),
+            pruned=items,
             warnings=warnings,
             repair=report,
         )

@@ -227,7 +227,7 @@ def test_it_pins_facts_of_tail_results_that_pruning_shortened() -> None:
 def test_pruning_alone_compresses_when_everything_left_fits_the_tail() -> None:
     """Few turns, huge tool outputs: once they are pruned the rest fits the tail, so there is nothing to summarize."""
     summarizer = FakeSummarizer()
-    history = [system(), user("Read the config and the log. Do not edit anything.")]
+    history = [system(), user("Read the config and the log. Do not edit anything."), assistant("On it.")]
     for i in range(4):
         history += [calls(call(f"c{i}", path=f"logs/part{i}.log")), result(f"c{i}", f"line {i}\n" * 3_000)]
     history += [assistant("Both read."), user("What did you find?")]
@@ -239,5 +239,6 @@ def test_pruning_alone_compresses_when_everything_left_fits_the_tail() -> None:
     assert summarizer.requests == []
     assert result_.tokens_after < result_.tokens_before / 5
     assert result_.pruned and validate_messages(result_.messages) == []
+    assert result_.messages[:3] == history[:3]  # the protected head is never pruned
     assert result_.messages[-1] == history[-1]  # the latest user message stays verbatim
     assert [m["role"] for m in result_.messages] == [m["role"] for m in history]
