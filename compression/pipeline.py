@@ -403,12 +403,7 @@ class Compressor:
         assembled = assemble(head, tail, body, header)
         counts.update(messages=len(assembled))
 
-        counts = stages.start("validate")
-        repaired, report = repair_messages(assembled, self.profile)
-        violations = validate_messages(repaired, self.profile)
-        counts.update(violations=len(violations), repaired=report.changed)
-        tokens_after = self.counter.count(repaired)
-        stages.end()
+        repaired, report, tokens_after = self._validate(assembled, stages)
         if tokens_after >= plan.tokens_before:
             warning = CompressionWarning(
                 "no_token_savings",
@@ -434,6 +429,18 @@ class Compressor:
             repair=report,
         )
 
+    def _validate(
+        self, messages: list[dict[str, Any]], stages: _Stages
+    ) -> tuple[list[dict[str, Any]], RepairReport, int]:
+        """Stage 5's last step: repair, check and count the output."""
+        counts = stages.start("validate")
+        repaired, report = repair_messages(messages, self.profile)
+        violations = validate_messages(repaired, self.profile)
+        counts.update(violations=len(violations), repaired=report.changed)
+        tokens_after = self.counter.count(repaired)
+        stages.end()
+        return repaired, report, tokens_after
+
     def _pruned_only(
         self,
         messages: list[dict[str, Any]],
@@ -447,14 +454,9 @@ class Compressor:
         if not items:  # only the head was pruned, and the head is protected
             warning = CompressionWarning("nothing_to_compress", "nothing to compress: no middle segment")
             return self._unchanged(messages, stages, tokens_before, bounds, [warning])
-        counts = stages.start("validate")
         # the head is protected: its original messages, never pruned (as in a full compression)
         kept = messages[: bounds.head_end] + pruned.messages[bounds.head_end :]
-        repaired, report = repair_messages(kept, self.profile)
-        violations = validate_messages(repaired, self.profile)
-        counts.update(violations=len(violations), repaired=report.changed)
-        tokens_after = self.counter.count(repaired)
-        stages.end()
+        repaired, report, tokens_after = self._validate(kept, stages)
         if tokens_after >= tokens_before:
             warning = CompressionWarning("no_token_savings", "pruning tool output did not make the history smaller")
             return self._unchanged(messages, stages, tokens_before, bounds, [warning])

@@ -7,6 +7,7 @@ request writes nothing (each write is one transaction in ``services``/``runs``/`
 
 from __future__ import annotations
 
+import hmac
 import json
 from datetime import timedelta
 from typing import Any
@@ -36,19 +37,13 @@ class BearerKey(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
         key = ApiKey.objects.select_related("user").filter(lookup=lookup, revoked_at__isnull=True).first()
-        if key is None or not _same(ApiKey.digest(token), key.key_sha256) or not key.user.is_active:
+        if key is None or not hmac.compare_digest(ApiKey.digest(token), key.key_sha256) or not key.user.is_active:
             return None
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):  # not a write per request
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         request.user = key.user
         return key.user
-
-
-def _same(a: str, b: str) -> bool:
-    import hmac
-
-    return hmac.compare_digest(a, b)
 
 
 class JsonParser(Parser):

@@ -26,13 +26,22 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from compression import SUMMARY_MARKER, CompressionConfig, CompressionResult, Compressor, ThrashState
 from compression import Archive as PipelineArchive
-from compression import CompressionResult, Compressor, ThrashState
 from compression.messages import messages_sha256
 from compression.summary_message import parse_summary_message
 
 from .models import Archive, CompressionRun, Message, Session, Summary
-from .services import Conflict, InvalidSession, NotFound, audit, check_messages, create_session, session_config
+from .services import (
+    ImportedSession,
+    InvalidSession,
+    audit,
+    check_messages,
+    create_session,
+    locked_session,
+    person,
+    session_config,
+)
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
@@ -55,7 +64,7 @@ def queue_run(
     run = CompressionRun.objects.create(
         session=session,
         trigger=trigger,
-        created_by=user if getattr(user, "is_authenticated", False) else None,
+        created_by=person(user),
         focus_topic=focus_topic or "",
         config=config or {},
     )
@@ -73,9 +82,7 @@ def request_compression(
     if config is not None and not isinstance(config, dict):
         raise InvalidSession("config must be a JSON object of CompressionConfig fields")
     with transaction.atomic():
-        session = Session.objects.select_for_update().filter(key=key).first()
-        if session is None:
-            raise NotFound(f"no session {key!r}")
+        session = locked_session(key)
         active = session.runs.filter(status__in=CompressionRun.ACTIVE).order_by("created_at").first()
         if active is not None:
             return active, False
@@ -163,10 +170,8 @@ def _execute(run: CompressionRun) -> str | None:
         # a retry after a lost worker compresses the same snapshot, so the archive it stored still fits;
         # what was appended since is kept by the write-back like any append during a run
         keys = list(run.input_keys)
-        messages = Message.load(keys)
     else:
         keys = session.keys()
-        messages = Message.load(keys)
         _set(
             run,
             base_version=session.version,
@@ -174,6 +179,7 @@ def _execute(run: CompressionRun) -> str | None:
             input_keys=keys,
             tokens_before=session.token_count,
         )
+    messages = Message.load(keys)
     config = session_config(session, run.config)
     thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
     summarizer = build_summarizer()
@@ -223,7 +229,7 @@ def _execute(run: CompressionRun) -> str | None:
         if archive_row and result.was_compressed:
             _set_archive_id(archive_row[0], result)
             if result.summary_text is not None:
-                summary = _store_summary(run, archive_row[0], result)
+                summary = _store_summary(run, archive_row[0], result, config)
         if result.was_compressed:
             current = locked.keys()
             if current[: len(keys)] != keys:
@@ -287,10 +293,11 @@ def _set_archive_id(archive: Archive, result: CompressionResult) -> None:
     archive.inserted_id = result.summary_id or ""
 
 
-def _store_summary(run: CompressionRun, archive: Archive, result: CompressionResult) -> Summary:
+def _store_summary(
+    run: CompressionRun, archive: Archive, result: CompressionResult, config: CompressionConfig
+) -> Summary:
     outcome = result.summary
     assert outcome is not None and result.summary_id is not None
-    config = session_config(run.session, run.config)
     provenance = outcome.provenance() | {
         "focus_topic": run.focus_topic or None,
         "budget_tokens": config.effective_summary_max_tokens,
@@ -407,8 +414,6 @@ def record_reported_run(
         output_keys = Message.store(output_messages)
         session = Session.objects.select_for_update().filter(key=session_key).first()
         if session is None:
-            from .services import ImportedSession
-
             session = create_session(ImportedSession(key=session_key, messages=[], metadata={}), user=user)
             session = Session.objects.select_for_update().get(pk=session.pk)
         start = None
@@ -423,7 +428,7 @@ def record_reported_run(
             session=session,
             trigger=CompressionRun.Trigger.REPORTED,
             status=Status.SUCCEEDED,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            created_by=person(user),
             input_keys=input_keys,
             output_keys=output_keys,
             base_version=session.version,
@@ -512,7 +517,7 @@ def _summary_id_in(messages: list[dict[str, Any]]) -> str | None:
 
 def live_summary_index(session: Session, summary_ids: set[str]) -> tuple[int, str] | None:
     """Position and id of the live message that carries one of ``summary_ids`` in its header."""
-    entries = session.entries.filter(message__role="user", message__text__startswith="[CONTEXT SUMMARY]")
+    entries = session.entries.filter(message__role="user", message__text__startswith=SUMMARY_MARKER)
     for position, data in entries.values_list("position", "message__data"):
         parsed = parse_summary_message(data)
         if parsed and parsed[0].get("id") in summary_ids:
@@ -521,7 +526,6 @@ def live_summary_index(session: Session, summary_ids: set[str]) -> tuple[int, st
 
 
 __all__ = [
-    "Conflict",
     "execute_run",
     "live_summary_index",
     "queue_run",

@@ -88,16 +88,19 @@ def session_config(session: Session, overrides: dict[str, Any] | None = None) ->
         raise InvalidSession(f"config: {exc}") from None
 
 
+def person(user: Any) -> Any:
+    """The logged-in user, or None for the system (a worker, the trigger) and anonymous callers."""
+    return user if getattr(user, "is_authenticated", False) else None
+
+
 def actor_label(user: Any) -> str:
-    if user is None or not getattr(user, "is_authenticated", False):
-        return "system"
-    return user.get_username()
+    return user.get_username() if person(user) else "system"
 
 
 def audit(user: Any, action: str, obj: Any, before: Any = None, after: Any = None, label: str = "") -> AuditEvent:
     """Record a state change. ``user`` None means the system (a worker, the trigger)."""
     return AuditEvent.objects.create(
-        actor=user if user is not None and getattr(user, "is_authenticated", False) else None,
+        actor=person(user),
         actor_label=label or actor_label(user),
         action=action,
         object_type=type(obj)._meta.model_name,
@@ -148,6 +151,14 @@ def create_session(data: ImportedSession, user: Any = None) -> Session:
     return session
 
 
+def locked_session(key: str) -> Session:
+    """The session called ``key``, its row locked until the transaction ends (call inside one)."""
+    session = Session.objects.select_for_update().filter(key=key).first()
+    if session is None:
+        raise NotFound(f"no session {key!r}")
+    return session
+
+
 def append_messages(
     key: str, messages: Any, expected_version: int | None = None, user: Any = None
 ) -> tuple[Session, CompressionRun | None]:
@@ -158,9 +169,7 @@ def append_messages(
     from .runs import queue_run
 
     with transaction.atomic():
-        session = Session.objects.select_for_update().filter(key=key).first()
-        if session is None:
-            raise NotFound(f"no session {key!r}")
+        session = locked_session(key)
         check_messages(messages, first_index=session.message_count)
         if expected_version is not None and expected_version != session.version:
             raise Conflict(

@@ -12,12 +12,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from compression import Archive as PipelineArchive
 from compression import Compressor, check_drift, render_summary_message
 from compression.summary_message import SummaryHeader
 
 from .models import Archive, DriftCase, Message, Session, Summary
 from .runs import live_summary_index, send_drift_check
-from .services import Conflict, InvalidSession, NotFound, ServiceError, audit, session_config
+from .services import Conflict, InvalidSession, NotFound, ServiceError, audit, person, session_config
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
@@ -33,13 +34,11 @@ class ArchiveCorrupted(ServiceError):
 
 def archive_messages(archive: Archive) -> list[dict[str, Any]]:
     """The archived originals, verified against the archive's sha256 and range."""
-    from compression.messages import messages_sha256
-
     try:
         messages = Message.load(archive.message_keys)
     except LookupError as exc:
         raise ArchiveCorrupted(f"archive {archive.pk} is incomplete: {exc}") from None
-    if len(messages) != archive.end - archive.start or messages_sha256(messages) != archive.sha256:
+    if not PipelineArchive(archive.start, archive.end, messages, archive.sha256).verify():
         raise ArchiveCorrupted(
             f"archive {archive.pk} does not match its sha256 {archive.sha256[:16]}: its originals were altered"
         )
@@ -79,9 +78,9 @@ def request_resummarize(
                 "prompt_version": prompt_version,
                 "focus_topic": focus_topic or None,
                 "trigger": "resummarize",
-                "created_by": user.get_username() if getattr(user, "is_authenticated", False) else None,
+                "created_by": user.get_username() if person(user) else None,
             },
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            created_by=person(user),
         )
         audit(user, "summary.resummarize", summary, after={"archive": archive.pk, **summary.provenance})
         transaction.on_commit(lambda: resummarize_task.delay(summary.pk))
