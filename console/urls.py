@@ -4,12 +4,24 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from django.views.i18n import set_language
 
-from . import views
 from .api import api
+from .views import archives, health, messages, runs, sessions
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("healthz", views.healthz, name="healthz"),
+    path("", sessions.session_list, name="home"),
+    path("sessions/<int:pk>/", sessions.session_detail, name="session"),
+    path("sessions/<int:pk>/compress", sessions.compress, name="compress"),
+    path("runs/<int:pk>/", runs.run_detail, name="run"),
+    path("runs/<int:pk>/progress", sessions.run_progress, name="run_progress"),
+    path("runs/<int:pk>/diff", runs.run_diff, name="run_diff"),
+    path("messages/<str:sha256>/", messages.message_detail, name="message"),
+    path("archives/<int:pk>/", archives.archive_detail, name="archive"),
+    path("archives/<int:pk>/resummarize", archives.resummarize, name="resummarize"),
+    path("archives/<int:pk>/compare", archives.compare, name="compare"),
+    path("summaries/<int:pk>/", archives.summary_detail, name="summary"),
+    path("summaries/<int:pk>/progress", archives.summary_progress, name="summary_progress"),
+    path("summaries/<int:pk>/promote", archives.promote, name="promote"),
+    path("healthz", health.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # the language switch works on the login page too

@@ -1,0 +1,142 @@
+"""How stored messages and summaries are shown: masked, previewed, sanitized.
+
+Message content is untrusted. Templates escape everything they print; the only
+HTML we produce from content is rendered Markdown, which goes through nh3's
+allow-list. Secrets are masked with the library's stable placeholders unless
+the viewer may reveal them, so both sides of a diff mask the same secret the
+same way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import markdown as markdown_lib
+import nh3
+from django.utils.safestring import SafeString, mark_safe
+
+from compression.assemble import is_inserted_message
+from compression.messages import call_arguments, call_name, content_text
+from compression.secrets import mask_secrets
+from compression.summary_message import is_summary_message
+from compression.validate import LOST_RESULT
+
+#: characters of content shown before "show the rest" (the rest loads on demand)
+PREVIEW_CHARS = 1200
+
+REVEAL_PERMISSION = "console.reveal_secrets"
+
+_MARKDOWN_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "del", "code", "pre",
+    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
+}  # fmt: skip
+
+
+def may_reveal(user: Any) -> bool:
+    return bool(user and user.has_perm(REVEAL_PERMISSION))
+
+
+def shown(text: str, reveal: bool = False) -> str:
+    """``text`` as the viewer may see it: secrets masked unless revealed."""
+    return text if reveal else mask_secrets(text)
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
+    """The first ``limit`` characters (cut at a line end when one is near) and whether text was cut."""
+    if len(text) <= limit:
+        return text, False
+    cut = text.rfind("\n", limit - 200, limit)
+    return text[: cut if cut > 0 else limit], True
+
+
+@dataclass
+class ToolCallView:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class MessageView:
+    """One message ready for a template. ``text`` is masked (unless revealed) and may be a preview."""
+
+    key: str
+    role: str
+    text: str
+    full_chars: int
+    truncated: bool
+    name: str = ""
+    tool_call_id: str = ""
+    tool_calls: list[ToolCallView] = field(default_factory=list)
+    tokens: int | None = None
+    is_summary: bool = False
+    #: the compressor's acknowledgement or bridge after a summary
+    is_inserted: bool = False
+    is_lost_result: bool = False
+
+
+def pretty_arguments(arguments: str) -> str:
+    """Tool-call arguments as indented JSON when they parse, else as given."""
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return arguments
+
+
+def message_view(
+    key: str, data: dict[str, Any], *, reveal: bool = False, limit: int | None = PREVIEW_CHARS, tokens: int | None = None
+) -> MessageView:
+    """``data`` (a stored chat message) as a :class:`MessageView`; ``limit=None`` shows all of it."""
+    text = shown(content_text(data), reveal)
+    full_chars = len(text)
+    truncated = False
+    if limit is not None:
+        text, truncated = preview(text, limit)
+    calls = [
+        ToolCallView(
+            id=str(call.get("id") or ""),
+            name=call_name(call),
+            arguments=shown(pretty_arguments(call_arguments(call)), reveal),
+        )
+        for call in data.get("tool_calls") or []
+        if isinstance(call, dict)
+    ]
+    return MessageView(
+        key=key,
+        role=str(data.get("role") or ""),
+        text=text,
+        full_chars=full_chars,
+        truncated=truncated,
+        name=str(data.get("name") or ""),
+        tool_call_id=str(data.get("tool_call_id") or ""),
+        tool_calls=calls,
+        tokens=tokens,
+        is_summary=is_summary_message(data),
+        is_inserted=is_inserted_message(data),
+        is_lost_result=data.get("role") == "tool" and data.get("content") == LOST_RESULT,
+    )
+
+
+class _RawHtmlAsText(markdown_lib.Extension):
+    """Raw HTML in the Markdown stays text (a summary that quotes ``<script>`` shows it, escaped)."""
+
+    def extendMarkdown(self, md: markdown_lib.Markdown) -> None:  # noqa: N802 - Markdown's API
+        md.preprocessors.deregister("html_block")
+        md.inlinePatterns.deregister("html")
+
+
+def render_markdown(text: str, reveal: bool = False) -> SafeString:
+    """Markdown to HTML: raw HTML escaped, then nh3's allow-list (no script, handler or ``javascript:`` URL)."""
+    html = markdown_lib.markdown(
+        shown(text, reveal), extensions=["fenced_code", "tables", "sane_lists", _RawHtmlAsText()]
+    )
+    clean = nh3.clean(
+        html,
+        tags=_MARKDOWN_TAGS,
+        attributes={"a": {"href", "title"}, "code": {"class"}, "th": {"align"}, "td": {"align"}},
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+    return mark_safe(clean)  # noqa: S308 - sanitized by nh3 just above

@@ -1,0 +1,67 @@
+/* Keyboard navigation and deep links. Pages mark what j/k steps through with data-nav
+   (diff changes, list rows); n/p follow the page's rel="next"/rel="prev" links (next run, next page). */
+(function () {
+  "use strict";
+
+  function typing(event) {
+    var t = event.target;
+    return event.altKey || event.ctrlKey || event.metaKey ||
+      (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)));
+  }
+
+  function visible(el) {
+    return el.offsetParent !== null || el.getClientRects().length > 0;
+  }
+
+  function step(delta) {
+    var items = Array.prototype.filter.call(document.querySelectorAll("[data-nav]"), visible);
+    if (!items.length) return;
+    var current = document.querySelector("[data-nav].nav-current");
+    var index = items.indexOf(current);
+    var next = items[index < 0 ? (delta > 0 ? 0 : items.length - 1) : Math.min(Math.max(index + delta, 0), items.length - 1)];
+    if (current) current.classList.remove("nav-current");
+    next.classList.add("nav-current");
+    if (!next.hasAttribute("tabindex")) next.setAttribute("tabindex", "-1");
+    next.focus({ preventScroll: true });
+    next.scrollIntoView({ block: "center" });
+    if (next.id && history.replaceState) history.replaceState(null, "", "#" + next.id);
+  }
+
+  function follow(rel) {
+    var link = document.querySelector('a[rel~="' + rel + '"]');
+    if (link) link.click();
+  }
+
+  function open() {
+    var current = document.querySelector("[data-nav].nav-current");
+    var link = current && (current.matches("a[href]") ? current : current.querySelector("a[href]"));
+    if (link) link.click();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (typing(event)) return;
+    switch (event.key) {
+      case "j": step(1); break;
+      case "k": step(-1); break;
+      case "n": follow("next"); break;
+      case "p": follow("prev"); break;
+      case "Enter": if (document.activeElement && document.activeElement.matches("[data-nav]")) open(); else return; break;
+      default: return;
+    }
+    event.preventDefault();
+  });
+
+  /* a deep link into a collapsed <details> opens it */
+  function reveal() {
+    if (!location.hash) return;
+    var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (!target) return;
+    for (var el = target; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS") el.open = true;
+    }
+    target.classList.add("targeted");
+    target.scrollIntoView({ block: "center" });
+  }
+  window.addEventListener("hashchange", reveal);
+  document.addEventListener("DOMContentLoaded", reveal);
+})();
