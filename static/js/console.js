@@ -63,5 +63,25 @@
     target.scrollIntoView({ block: "center" });
   }
   window.addEventListener("hashchange", reveal);
+
+  /* an htmx request that failed (server error, 403, network down) says so instead of doing nothing */
+  function failed(text) {
+    var box = document.getElementById("request-error");
+    if (!box) return;
+    box.textContent = text;
+    box.hidden = false;
+  }
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    failed((document.documentElement.dataset.errorPrefix || "Request failed") + " (" + xhr.status + "): " +
+      (xhr.status === 403 ? (document.documentElement.dataset.error403 || "") : (document.documentElement.dataset.errorRetry || "")));
+  });
+  document.addEventListener("htmx:sendError", function () {
+    failed(document.documentElement.dataset.errorOffline || "The server did not answer.");
+  });
+  document.addEventListener("htmx:beforeRequest", function () {
+    var box = document.getElementById("request-error");
+    if (box) box.hidden = true;
+  });
   document.addEventListener("DOMContentLoaded", reveal);
 })();
