@@ -86,7 +86,12 @@ def pretty_arguments(arguments: str) -> str:
 
 
 def message_view(
-    key: str, data: dict[str, Any], *, reveal: bool = False, limit: int | None = PREVIEW_CHARS, tokens: int | None = None
+    key: str,
+    data: dict[str, Any],
+    *,
+    reveal: bool = False,
+    limit: int | None = PREVIEW_CHARS,
+    tokens: int | None = None,
 ) -> MessageView:
     """``data`` (a stored chat message) as a :class:`MessageView`; ``limit=None`` shows all of it."""
     text = shown(content_text(data), reveal)

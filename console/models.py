@@ -124,6 +124,11 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
+        indexes = [
+            # the sessions list: its default order (newest first, id breaks ties) and its status filter
+            models.Index(fields=["updated_at", "id"], name="session_updated_idx"),
+            models.Index(fields=["status"], name="session_status_idx"),
+        ]
         permissions = [
             ("compress_session", "Can compress sessions"),
             ("resummarize_archive", "Can re-summarize from an archive"),
@@ -248,7 +253,11 @@ class CompressionRun(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["session", "status"])]
+        indexes = [
+            models.Index(fields=["session", "status"]),
+            # the sessions list's "compressed" filter: has the session an applied compression?
+            models.Index(fields=["session", "applied", "was_compressed"], name="run_session_applied_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.status})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import traceback
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from compression import Archive as PipelineArchive
-from compression import Compressor, check_drift, render_summary_message
+from compression import Compressor, check_drift, count_tokens, render_summary_message
 from compression.summary_message import SummaryHeader
 
 from .models import Archive, DriftCase, Message, Session, Summary
@@ -130,37 +131,52 @@ def _resummarize(summary: Summary) -> str:
 # --------------------------------------------------------------------------- promote
 
 
+def _live_target(archive: Archive, session: Session) -> tuple[list[Summary], tuple[int, str] | None]:
+    """The archive's active summaries, and the position and id of the live message promoting would replace."""
+    active = list(archive.summaries.filter(status=Summary.Status.ACTIVE))
+    candidates = {s.summary_id for s in active} | ({archive.inserted_id} if archive.inserted_id else set())
+    return active, live_summary_index(session, candidates)
+
+
+def _summary_message(summary: Summary) -> dict[str, Any]:
+    """The live-history message that carries ``summary`` (what promoting writes)."""
+    archive = summary.archive
+    header = SummaryHeader(
+        summary_id=summary.summary_id,
+        generator=str(summary.provenance.get("generator") or "unknown"),
+        model=summary.provenance.get("model"),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        archived_range=(archive.start, archive.end),
+        archive_sha256=archive.sha256,
+    )
+    return render_summary_message(summary.text, header)
+
+
+PROMOTABLE = (Summary.Status.DRAFT, Summary.Status.SUPERSEDED)
+LIVE_SUMMARY_GONE = (
+    "the summary this would replace is no longer in the live history "
+    "(the session was compressed again or rewritten); nothing was changed"
+)
+
+
 def promote_summary(summary_id: int, user: Any = None) -> Session:
     """Put a summary into the live session in place of its archive's current summary message."""
     with transaction.atomic():
         summary = Summary.objects.select_related("archive").filter(pk=summary_id).first()
         if summary is None:
             raise NotFound(f"no summary {summary_id}")
-        if summary.status not in (Summary.Status.DRAFT, Summary.Status.SUPERSEDED):
+        if summary.status not in PROMOTABLE:
             raise Conflict(
                 f"summary {summary_id} is {summary.status}; only a finished, inactive summary can be promoted"
             )
         archive = summary.archive
         session = Session.objects.select_for_update().get(pk=archive.session_id)
-        active = list(archive.summaries.filter(status=Summary.Status.ACTIVE))
-        candidates = {s.summary_id for s in active} | ({archive.inserted_id} if archive.inserted_id else set())
-        found = live_summary_index(session, candidates)
+        active, found = _live_target(archive, session)
         if found is None:
-            raise Conflict(
-                "the summary this would replace is no longer in the live history "
-                "(the session was compressed again or rewritten); nothing was changed"
-            )
+            raise Conflict(LIVE_SUMMARY_GONE)
         position, old_id = found
         keys = session.keys()
-        header = SummaryHeader(
-            summary_id=summary.summary_id,
-            generator=str(summary.provenance.get("generator") or "unknown"),
-            model=summary.provenance.get("model"),
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
-            archived_range=(archive.start, archive.end),
-            archive_sha256=archive.sha256,
-        )
-        [new_key] = Message.store([render_summary_message(summary.text, header)])
+        [new_key] = Message.store([_summary_message(summary)])
         session.replace_from(keys, keys[:position] + [new_key] + keys[position + 1 :])
         Summary.objects.filter(pk__in=[s.pk for s in active]).update(status=Summary.Status.SUPERSEDED)
         before = summary.status
@@ -174,6 +190,62 @@ def promote_summary(summary_id: int, user: Any = None) -> Session:
             after={"status": summary.status, "session": session.key, "position": position, "version": session.version},
         )
     return session
+
+
+@dataclass
+class PromotionPreview:
+    """What promoting a summary would change, read without changing anything."""
+
+    summary: Summary
+    session: Session
+    #: the archive's active versions, which become superseded
+    active: list[Summary]
+    #: position and header id of the live summary message that would be replaced (None: it is gone)
+    position: int | None
+    live_id: str | None
+    #: the summary row behind ``live_id`` (None when no row carries it)
+    live_summary: Summary | None
+    live_tokens: int | None
+    new_tokens: int
+    #: why promoting would be refused ("" when it would go ahead); ``reason`` is "status" or "gone"
+    problem: str
+    reason: str
+
+    @property
+    def possible(self) -> bool:
+        return not self.problem
+
+
+def promotion_preview(summary: Summary) -> PromotionPreview:
+    """What :func:`promote_summary` would do to the live session now (read-only; it decides again under lock)."""
+    archive = summary.archive
+    session = archive.session
+    active, found = _live_target(archive, session)
+    position, live_id = found if found is not None else (None, None)
+    live_summary = Summary.objects.filter(summary_id=live_id).first() if live_id else None
+    live_tokens = None
+    if position is not None:
+        live_tokens = session.entries.filter(position=position).values_list("message__tokens", flat=True).first()
+    problem, reason = "", ""
+    if summary.status not in PROMOTABLE:
+        problem, reason = (
+            f"summary {summary.pk} is {summary.status}; only a finished, inactive summary can be promoted",
+            "status",
+        )
+    elif found is None:
+        problem, reason = LIVE_SUMMARY_GONE, "gone"
+    return PromotionPreview(
+        summary=summary,
+        session=session,
+        active=[s for s in active if s.pk != summary.pk],
+        position=position,
+        live_id=live_id,
+        live_summary=live_summary,
+        live_tokens=live_tokens,
+        new_tokens=count_tokens([_summary_message(summary)]),
+        problem=problem,
+        reason=reason,
+    )
 
 
 # --------------------------------------------------------------------------- drift

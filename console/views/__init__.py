@@ -23,7 +23,9 @@ PROMOTE = "console.promote_summary"
 
 def partial(request: HttpRequest, template: str, name: str) -> str:
     """The template to render: the whole page, or only partial ``name`` for an htmx request."""
-    return f"{template}#{name}" if getattr(request, "htmx", False) else template
+    htmx = getattr(request, "htmx", None)
+    # htmx restoring history after a cache miss sends HX-Request too, but needs the whole page
+    return f"{template}#{name}" if htmx and not htmx.history_restore_request else template
 
 
 def reveal_requested(request: HttpRequest, obj: Any) -> bool:

@@ -1,22 +1,501 @@
-"""(being written)"""
+"""Sessions: the list (search, filters, sort), one session's live history, "Compress now" and its progress."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import reswap, retarget
+
+from compression.summary_message import parse_summary_message
+
+from .. import runs as run_service
+from ..display import MessageView, ToolCallView, may_reveal, message_view, shown
+from ..models import CompressionRun, DriftCase, Message, Session, SessionEntry, Summary
+from ..services import ServiceError, session_config
+from ..templatetags.run_progress import format_seconds, run_seconds
+from . import COMPRESS, VIEW, partial, reveal_requested
+
+PAGE_SIZE = 50
+#: content search: how many matching distinct messages count as "few", and the most sent as a list
+CONTENT_KEYS_FEW = 50
+CONTENT_KEYS_MAX = 2000
+#: messages shown at once on the session page; ``?start=`` and ``?at=`` pick the window
+WINDOW = 200
+#: runs listed on the session page
+RUNS_SHOWN = 50
+#: run fields that can be megabytes (histories as key lists, per-message reports): never loaded for lists
+HEAVY_RUN_FIELDS = ("input_keys", "output_keys", "pruned", "boundaries", "repair", "stages", "config")
+
+#: session.status is free text from the runtime; these are the values we know how to name
+SESSION_STATUSES = {
+    "active": pgettext_lazy("session status", "active"),
+    "idle": pgettext_lazy("session status", "idle"),
+    "paused": pgettext_lazy("session status", "paused"),
+    "closed": pgettext_lazy("session status", "closed"),
+    "ended": pgettext_lazy("session status", "ended"),
+    "archived": pgettext_lazy("session status", "archived"),
+    "expired": pgettext_lazy("session status", "expired"),
+}
 
 
-
-def session_list(request: Any, pk: int = 0) -> Any:
-    raise NotImplementedError
-
-
-def session_detail(request: Any, pk: int = 0) -> Any:
-    raise NotImplementedError
+def fragment(request: HttpRequest) -> bool:
+    """Whether to answer with a fragment, as ``partial`` decides: htmx, but not restoring history."""
+    htmx = getattr(request, "htmx", None)
+    return htmx is not None and bool(htmx) and not htmx.history_restore_request
 
 
-def compress(request: Any, pk: int = 0) -> Any:
-    raise NotImplementedError
+def status_label(status: str) -> Any:
+    return SESSION_STATUSES.get(status, status or "—")
 
 
-def run_progress(request: Any, pk: int = 0) -> Any:
-    raise NotImplementedError
+# --------------------------------------------------------------------------- the list
+
+
+SORTS = {"updated": "updated_at", "key": "key", "messages": "message_count", "tokens": "token_count"}
+SORT_LABELS = {
+    "updated": gettext_lazy("Updated"),
+    "key": gettext_lazy("Key"),
+    "messages": gettext_lazy("Messages"),
+    "tokens": gettext_lazy("Tokens"),
+}
+
+
+@dataclass(frozen=True)
+class SessionQuery:
+    """The list's search, filters and sort, parsed leniently from GET (unknown values are ignored)."""
+
+    q: str = ""
+    #: "all": keys and message content; "key": keys only (faster on huge stores)
+    scope: str = "all"
+    compressed: str = ""
+    drift: str = ""
+    status: str = ""
+    channel: str = ""
+    sort: str = "updated"
+    order: str = "desc"
+
+    @classmethod
+    def parse(cls, params: QueryDict) -> SessionQuery:
+        def pick(name: str, allowed: Any, default: str = "") -> str:
+            value = params.get(name, default).strip()
+            return value if value in allowed else default
+
+        sort = pick("sort", SORTS, "updated")
+        return cls(
+            q=params.get("q", "").strip()[:200],
+            scope=pick("scope", ("all", "key"), "all"),
+            compressed=pick("compressed", ("yes", "no")),
+            drift=pick("drift", ("open", "none")),
+            status=params.get("status", "").strip()[:32],
+            channel=params.get("channel", "").strip()[:64],
+            sort=sort,
+            order=pick("order", ("asc", "desc"), "asc" if sort == "key" else "desc"),
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.q or self.compressed or self.drift or self.status or self.channel)
+
+    def apply(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
+        if self.q:
+            match: Any = Q(key__icontains=self.q)
+            if self.scope == "all":
+                match |= self._content_match()
+            sessions = sessions.filter(match)
+        if self.compressed:
+            runs = CompressionRun.objects.filter(session=OuterRef("pk"), applied=True, was_compressed=True)
+            compressed = Exists(runs)
+            sessions = sessions.filter(compressed if self.compressed == "yes" else ~compressed)
+        if self.drift:
+            open_drift = Exists(DriftCase.objects.filter(session=OuterRef("pk"), status=DriftCase.Status.OPEN))
+            sessions = sessions.filter(open_drift if self.drift == "open" else ~open_drift)
+        if self.status:
+            sessions = sessions.filter(status=self.status)
+        if self.channel:
+            sessions = sessions.filter(channel=self.channel)
+        column = SORTS[self.sort]
+        sign = "-" if self.order == "desc" else ""
+        # the id breaks ties so that pages never repeat or skip a row
+        return sessions.order_by(f"{sign}{column}", f"{sign}id")
+
+    def _content_match(self) -> Any:
+        """Sessions whose history holds a message containing ``q``.
+
+        A message is stored once however many sessions share it, so the distinct messages are
+        searched first (one query). A few matches (a name, an order number): their sessions come
+        from the entries' message index. Many (a common word): each session is checked against
+        them, which stops at the first hit and lets the page query stop after 50 rows.
+        (Measured with bench/sessions_list.py on SQLite and PostgreSQL.)
+        """
+        matching = Message.objects.filter(text__icontains=self.q).values_list("sha256", flat=True)
+        keys = list(matching[: CONTENT_KEYS_MAX + 1])
+        if not keys:
+            return Q(pk__in=[])
+        if len(keys) <= CONTENT_KEYS_FEW:
+            return Q(pk__in=SessionEntry.objects.filter(message_id__in=keys).values("session_id"))
+        entries = SessionEntry.objects.filter(session=OuterRef("pk"))
+        if len(keys) <= CONTENT_KEYS_MAX:
+            return Exists(entries.filter(message_id__in=keys))
+        return Exists(entries.filter(message_id__in=matching))
+
+    def params(self, **changes: str) -> str:
+        """This query as a URL query string, with ``changes`` applied and defaults left out."""
+        values = {
+            "q": self.q,
+            "scope": self.scope,
+            "compressed": self.compressed,
+            "drift": self.drift,
+            "status": self.status,
+            "channel": self.channel,
+            "sort": self.sort,
+            "order": self.order,
+        }
+        values.update(changes)
+        if values["order"] == ("asc" if values["sort"] == "key" else "desc"):
+            values["order"] = ""
+        if values["sort"] == "updated":
+            values["sort"] = ""
+        if values["scope"] == "all":
+            values["scope"] = ""
+        return urlencode({k: v for k, v in values.items() if v})
+
+    def sort_link(self, name: str) -> str:
+        """Clicking the current sort column flips its order; another column starts in its natural order."""
+        flipped = "asc" if self.order == "desc" else "desc"
+        natural = "asc" if name == "key" else "desc"
+        return self.params(sort=name, order=flipped if name == self.sort else natural)
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def session_list(request: HttpRequest) -> HttpResponse:
+    query = SessionQuery.parse(request.GET)
+    sessions = query.apply(
+        Session.objects.only(
+            "id", "key", "channel", "status", "message_count", "token_count", "context_window_tokens", "updated_at"
+        )
+    )
+    page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = list(page.object_list)
+    ids = [s.pk for s in rows]
+    # counted for the rows shown only: one grouped query each, never over every session
+    run_counts = dict(
+        CompressionRun.objects.filter(session_id__in=ids)
+        .order_by()
+        .values("session_id")
+        .annotate(n=Count("id"))
+        .values_list("session_id", "n")
+    )
+    drift_counts = dict(
+        DriftCase.objects.filter(session_id__in=ids, status=DriftCase.Status.OPEN)
+        .order_by()
+        .values("session_id")
+        .annotate(n=Count("id"))
+        .values_list("session_id", "n")
+    )
+    for s in rows:
+        s.runs_count = run_counts.get(s.pk, 0)
+        s.open_drift = drift_counts.get(s.pk, 0)
+        s.status_label = status_label(s.status)
+        s.window_used = s.token_count * 100 // max(1, s.context_window_tokens)
+    ctx: dict[str, Any] = {
+        "query": query,
+        "page": page,
+        "rows": rows,
+        "page_params": query.params(),
+        "columns": {
+            name: {"label": label, "link": query.sort_link(name), "current": name == query.sort, "order": query.order}
+            for name, label in SORT_LABELS.items()
+        },
+        "sort_labels": SORT_LABELS,
+    }
+    ctx["fragment"] = fragment(request)
+    if not ctx["fragment"]:
+        # the filter form's choices: only the full page shows the form
+        statuses = Session.objects.order_by("status").values_list("status", flat=True).distinct()
+        channels = Session.objects.exclude(channel="").order_by("channel").values_list("channel", flat=True)
+        ctx["statuses"] = [(value, status_label(value)) for value in statuses]
+        ctx["channels"] = list(channels.distinct()[:500])
+    return render(request, partial(request, "console/sessions.html", "results"), ctx)
+
+
+# --------------------------------------------------------------------------- one session
+
+
+@dataclass
+class CallItem:
+    """A tool call of an assistant message, with the results that answer it in this window."""
+
+    call: ToolCallView
+    anchor: str
+    results: list[TimelineItem] = field(default_factory=list)
+
+
+@dataclass
+class TimelineItem:
+    position: int
+    view: MessageView
+    calls: list[CallItem] = field(default_factory=list)
+    #: for a summary message: its header id, and the stored summary (with its archive range) when there is one
+    summary_id: str = ""
+    summary: Any = None
+
+    @property
+    def anchor(self) -> str:
+        return f"m-{self.position}"
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def window_start(count: int, start: int | None, at: int | None) -> int:
+    """Where the window begins: around message ``at``, at ``start``, or (by default) on the latest messages."""
+    if at is not None and 0 <= at < count:
+        return at - at % WINDOW
+    if start is None:
+        return max(0, count - WINDOW)
+    return min(max(0, start), max(0, count - 1))
+
+
+def timeline(session: Session, start: int, reveal: bool) -> list[TimelineItem]:
+    """The window's messages, tool results nested under the calls they answer (one query, plus one for markers)."""
+    entries = (
+        SessionEntry.objects.filter(session=session, position__gte=start, position__lt=start + WINDOW)
+        .select_related("message")
+        .order_by("position")
+    )
+    items: list[TimelineItem] = []
+    calls: dict[str, CallItem] = {}
+    markers: dict[str, list[TimelineItem]] = {}
+    for entry in entries:
+        data = entry.message.data
+        view = message_view(entry.message_id, data, reveal=reveal, tokens=entry.message.tokens)
+        item = TimelineItem(entry.position, view)
+        parent = calls.get(view.tool_call_id) if view.role == "tool" and view.tool_call_id else None
+        if parent is not None:
+            parent.results.append(item)
+            continue
+        if view.tool_calls:
+            item.view = replace(view, tool_calls=[])  # the calls are shown below the message, with their results
+            for n, call in enumerate(view.tool_calls, 1):
+                item.calls.append(CallItem(call, f"{item.anchor}-call-{n}"))
+                if call.id:
+                    calls[call.id] = item.calls[-1]
+        if view.is_summary:
+            parsed = parse_summary_message(data)
+            item.summary_id = (parsed[0].get("id", "") if parsed else "")[:64]
+            if item.summary_id:
+                markers.setdefault(item.summary_id, []).append(item)
+        items.append(item)
+    if markers:
+        stored = Summary.objects.filter(summary_id__in=markers).values(
+            "pk", "summary_id", "status", "archive_id", "archive__start", "archive__end"
+        )
+        for row in stored:
+            for item in markers[row["summary_id"]]:
+                item.summary = row
+    return items
+
+
+def _header(session: Session, reveal: bool) -> dict[str, Any]:
+    try:
+        config = session_config(session)
+        trigger_ratio = config.trigger_ratio
+        max_ineffective = config.max_ineffective_compressions
+    except ServiceError:
+        trigger_ratio, max_ineffective = 0.7, 2
+    used = session.token_count * 100 / max(1, session.context_window_tokens)
+    metadata = [
+        (str(k)[:60], shown(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), reveal)[:200])
+        for k, v in list((session.metadata or {}).items())[:12]
+        if k != "channel"
+    ]
+    return {
+        "session": session,
+        "status_label": status_label(session.status),
+        "window_used": round(used, 1),
+        "bar_width": min(100, round(used)),
+        "trigger_percent": round(trigger_ratio * 100),
+        "max_ineffective": max_ineffective,
+        "metadata": metadata,
+    }
+
+
+def _runs_context(session: Session) -> dict[str, Any]:
+    rows = list(
+        session.runs.defer(*HEAVY_RUN_FIELDS)
+        .select_related("created_by")
+        .annotate(archive_pk=F("archive__id"), archive_start=F("archive__start"), archive_end=F("archive__end"))
+        .order_by("-created_at", "-id")[:RUNS_SHOWN]
+    )
+    for run in rows:
+        run.duration = format_seconds(run_seconds(run))  # type: ignore[attr-defined]
+        start, end = run.archive_start, run.archive_end
+        run.archived = end - start if start is not None and end is not None else None  # type: ignore[attr-defined]
+    # the run a compress request would be given: the oldest one in flight
+    active = next((r for r in reversed(rows) if not r.finished), None)
+    return {"runs": rows, "active_run": active, "runs_total": len(rows)}
+
+
+class CompressForm(forms.Form):
+    """Focus topic and optional per-run overrides of CompressionConfig (only filled-in ones are sent)."""
+
+    OVERRIDES = ("context_window_tokens", "trigger_ratio", "tail_tokens", "protect_head_messages", "summary_max_tokens")
+
+    focus_topic = forms.CharField(
+        label=gettext_lazy("Focus topic"),
+        required=False,
+        max_length=2000,
+        help_text=gettext_lazy("What the summary should favour, e.g. the user's current request."),
+    )
+    context_window_tokens = forms.IntegerField(
+        label=gettext_lazy("Context window (tokens)"), required=False, min_value=256, max_value=10_000_000
+    )
+    trigger_ratio = forms.FloatField(label=gettext_lazy("Trigger ratio"), required=False, min_value=0.05, max_value=1)
+    tail_tokens = forms.IntegerField(label=gettext_lazy("Tail kept verbatim (tokens)"), required=False, min_value=0)
+    protect_head_messages = forms.IntegerField(
+        label=gettext_lazy("Protected head (messages)"), required=False, min_value=0, max_value=10_000
+    )
+    summary_max_tokens = forms.IntegerField(
+        label=gettext_lazy("Summary budget (tokens)"), required=False, min_value=0, max_value=1_000_000
+    )
+
+    def __init__(self, *args: Any, session: Session, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        try:
+            config = session_config(session)
+        except ServiceError:
+            return
+        defaults = {
+            "context_window_tokens": config.context_window_tokens,
+            "trigger_ratio": config.trigger_ratio,
+            "tail_tokens": config.effective_tail_tokens,
+            "protect_head_messages": config.protect_head_messages,
+            "summary_max_tokens": config.effective_summary_max_tokens,
+        }
+        for name, value in defaults.items():
+            self.fields[name].widget.attrs["placeholder"] = str(value)
+        self.fields["trigger_ratio"].widget.attrs["step"] = "0.01"
+
+    def overrides(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in self.OVERRIDES if self.cleaned_data.get(name) is not None}
+
+    @property
+    def overrides_open(self) -> bool:
+        """Keep the overrides section open when one of them is filled in or wrong."""
+        return any(self[name].value() not in (None, "") or self[name].errors for name in self.OVERRIDES)
+
+
+def _session_context(request: HttpRequest, session: Session, *, reveal: bool, start: int, form: Any = None) -> Any:
+    items = timeline(session, start, reveal)
+    end = min(start + WINDOW, session.message_count)
+    ctx = {
+        "reveal": reveal,
+        "items": items,
+        "start": start,
+        "end": end,
+        "prev_start": max(0, start - WINDOW) if start > 0 else None,
+        "next_start": start + WINDOW if start + WINDOW < session.message_count else None,
+        "window": WINDOW,
+        "reveal_param": "&reveal=1" if reveal else "",
+        "may_reveal": may_reveal(request.user),
+    }
+    ctx.update(_header(session, reveal))
+    if fragment(request):
+        return ctx  # a window of the timeline: nothing else is rendered
+    ctx.update(_runs_context(session))
+    if request.user.has_perm(COMPRESS):
+        ctx["form"] = form or CompressForm(session=session)
+    return ctx
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(Session, pk=pk)
+    reveal = reveal_requested(request, session)
+    at = _int(request.GET.get("at"))
+    start = window_start(session.message_count, _int(request.GET.get("start")), at)
+    if at is not None and not request.htmx and 0 <= at < session.message_count:  # type: ignore[attr-defined]
+        # a deep link: open the window holding the message and scroll to it (the browser keeps the #fragment)
+        params = request.GET.copy()
+        params.pop("at")
+        params["start"] = str(start)
+        return HttpResponseRedirect(f"{request.path}?{params.urlencode()}#m-{at}")
+    ctx = _session_context(request, session, reveal=reveal, start=start)
+    return render(request, partial(request, "console/session.html", "timeline"), ctx)
+
+
+@require_POST
+@permission_required(COMPRESS, raise_exception=True)
+def compress(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(Session, pk=pk)
+    form = CompressForm(request.POST, session=session)
+    if form.is_valid():
+        try:
+            run, created = run_service.request_compression(
+                session.key,
+                user=request.user,
+                trigger=CompressionRun.Trigger.MANUAL,
+                focus_topic=form.cleaned_data["focus_topic"],
+                config=form.overrides() or None,
+            )
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+    if not form.is_valid():
+        if request.htmx:  # type: ignore[attr-defined]
+            ctx = {"form": form, "session": session}
+            response = render(request, "console/session.html#compress_form", ctx, status=422)
+            return reswap(retarget(response, "#compress-form"), "outerHTML")
+        start = window_start(session.message_count, None, None)
+        ctx = _session_context(request, session, reveal=False, start=start, form=form)
+        return render(request, "console/session.html", ctx, status=422)
+    if request.htmx:  # type: ignore[attr-defined]
+        ctx = {
+            "run": run,
+            "created": created,
+            "from_session": True,
+            "session": session,
+            "form": CompressForm(session=session),
+        }
+        return render(request, "console/session.html#compress_started", ctx)
+    if not created:
+        messages.info(request, _("A compression of this session was already queued or running; this is its page."))
+    return HttpResponseRedirect(reverse("run", args=[run.pk]), status=303)
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(CompressionRun.objects.defer(*HEAVY_RUN_FIELDS), pk=pk)
+    from_session = request.GET.get("from") == "session"
+    ctx: dict[str, Any] = {"run": run, "from_session": from_session, "polled": True}
+    if run.finished and from_session:
+        # refresh the session page's run list and header counts too (out of band)
+        session = Session.objects.get(pk=run.session_id)
+        ctx.update(_header(session, reveal=False))
+        ctx.update(_runs_context(session))
+        ctx["oob"] = True
+    # 286 stops htmx polling: the fragment now shows the outcome
+    return render(request, "console/_run_progress.html", ctx, status=286 if run.finished else 200)

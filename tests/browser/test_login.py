@@ -1,5 +1,5 @@
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from playwright.sync_api import expect
 
 from console.services import ImportedSession, create_session
@@ -8,7 +8,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_it_logs_in_and_sees_the_sessions(live_server, page, screenshot):
-    User.objects.create_user("operator1", password="a-long-test-password")
+    user = User.objects.create_user("operator1", password="a-long-test-password")
+    user.groups.add(Group.objects.get(name="operator"))
     create_session(
         ImportedSession(
             key="wechat:wxid_browser",

@@ -60,7 +60,9 @@ def as_reviewer(login) -> Client:
 
 def sample_session(name: str = "coding_export_job.json", *, key: str | None = None, **fields: Any) -> Session:
     data = read_session_file(SAMPLES / name)
-    return create_session(ImportedSession(key=key or data.key, messages=data.messages, metadata=data.metadata, **fields))
+    return create_session(
+        ImportedSession(key=key or data.key, messages=data.messages, metadata=data.metadata, **fields)
+    )
 
 
 def compress_now(session: Session, **options: Any) -> CompressionRun:

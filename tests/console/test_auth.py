@@ -23,7 +23,8 @@ def test_it_serves_the_login_page_anonymously(client):
 
 @pytest.mark.django_db
 def test_it_logs_in_and_out(client):
-    User.objects.create_user("alice", password="correct horse battery")
+    alice = User.objects.create_user("alice", password="correct horse battery")
+    alice.groups.add(Group.objects.get(name="viewer"))  # the sessions list needs console.view_session
     response = client.post("/login/", {"username": "alice", "password": "correct horse battery"})
     assert response.status_code == 302
     assert client.get("/").status_code == 200
