@@ -19,9 +19,11 @@ from compression.messages import message_sha256
 from compression.summary_message import ACKNOWLEDGEMENT, BRIDGE
 from compression.validate import CONTINUED_PLACEHOLDER, LOST_RESULT, NO_REPLY_PLACEHOLDER
 
+#: CJK characters (kana, ideographs, full-width forms), for a character class: each is a word of its own
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 # a word, a run of whitespace, one CJK character, or one other character: Chinese has no spaces,
 # so each character is its own token and a changed character does not mark the whole sentence
-_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]|\w+|\s+|[^\w\s]", re.UNICODE)
+_TOKEN = re.compile(rf"[{_CJK}]|\w+|\s+|[^\w\s]", re.UNICODE)
 
 #: past this many tokens on a side an inline diff is not worth its cost; show both texts instead
 MAX_WORD_DIFF_TOKENS = 20_000
@@ -74,7 +76,7 @@ CHANGE_CHARS = 1500
 #: texts whose changed middle (after the common prefix and suffix) exceeds this many characters are not diffed
 MAX_INLINE_DIFF_CHARS = 60_000
 
-_BOUNDARY = re.compile(r"[\s\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_BOUNDARY = re.compile(rf"[\s\W{_CJK}]")
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -595,6 +597,10 @@ class _Builder:
         for j in pending_out[po:]:
             self.add(self._lone_out(j))
 
+    def _archived(self, start: int, end: int) -> None:
+        for i in range(start, end):
+            self.add(Row(ARCHIVED, i, None, self.input_keys[i], None))
+
     def block(self, ins: list[int], outs: list[int], has_archive: bool) -> None:
         if not has_archive or self.archive_range is None:
             self._emit(ins, outs)
@@ -617,8 +623,7 @@ class _Builder:
             summary = candidates[min(ahead, len(candidates) - 1)]
         if summary is None:
             self._emit(before, [])
-            for i in range(start, end):
-                self.add(Row(ARCHIVED, i, None, self.input_keys[i], None))
+            self._archived(start, end)
             self._emit(after, outs)
             return
         core_start = core_end = summary
@@ -629,8 +634,7 @@ class _Builder:
         self._emit(before, [j for j in outs if j < core_start])
         if core_start != summary:
             self.add(self._lone_out(core_start))
-        for i in range(start, end):
-            self.add(Row(ARCHIVED, i, None, self.input_keys[i], None))
+        self._archived(start, end)
         self.add(Row(INSERTED, None, summary, None, self.output_keys[summary], {"inserted": "summary"}))
         if core_end != summary:
             self.add(self._lone_out(core_end))

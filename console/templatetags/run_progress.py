@@ -55,16 +55,18 @@ def format_seconds(seconds: float | None) -> str:
     return _("%(hours)d h %(minutes)d min") % {"hours": whole // 3600, "minutes": whole % 3600 // 60}
 
 
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    """Seconds from ``start`` to ``end``; None when either is unknown."""
+    return (end - start).total_seconds() if start and end else None
+
+
 def run_seconds(run: CompressionRun, now: datetime | None = None) -> float | None:
     """How long the run took, or has been going: waiting since creation, working since a worker claimed it."""
     now = now or timezone.now()
     if run.status == Status.QUEUED:
-        return (now - run.created_at).total_seconds() if run.created_at else None
-    start = run.started_at or run.created_at
-    if start is None:
-        return None
+        return seconds_between(run.created_at, now)
     end = run.finished_at if run.finished else now
-    return ((end or now) - start).total_seconds()
+    return seconds_between(run.started_at or run.created_at, end or now)
 
 
 @register.filter

@@ -7,12 +7,17 @@ its fragment (``template + "#partial"``, with ``Vary: HX-Request``); links carry
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from django import forms
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.translation import gettext_lazy
+from django_htmx.middleware import HtmxDetails
 
 from ..display import may_reveal
+from ..models import Message
 from ..services import audit
 
 VIEW = "console.view_session"
@@ -21,11 +26,21 @@ RESUMMARIZE = "console.resummarize_archive"
 PROMOTE = "console.promote_summary"
 
 
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it, for type checking (``request.htmx``)."""
+
+    htmx: HtmxDetails
+
+
+def fragment(request: HttpRequest) -> bool:
+    """Whether to answer with a fragment: an htmx request, but not htmx restoring history (that needs the page)."""
+    htmx = getattr(request, "htmx", None)
+    return htmx is not None and bool(htmx) and not htmx.history_restore_request
+
+
 def partial(request: HttpRequest, template: str, name: str) -> str:
     """The template to render: the whole page, or only partial ``name`` for an htmx request."""
-    htmx = getattr(request, "htmx", None)
-    # htmx restoring history after a cache miss sends HX-Request too, but needs the whole page
-    return f"{template}#{name}" if htmx and not htmx.history_restore_request else template
+    return f"{template}#{name}" if fragment(request) else template
 
 
 def reveal_requested(request: HttpRequest, obj: Any) -> bool:
@@ -36,3 +51,33 @@ def reveal_requested(request: HttpRequest, obj: Any) -> bool:
         raise PermissionDenied("revealing secrets needs the console.reveal_secrets permission")
     audit(request.user, "secrets.reveal", obj, after={"path": request.get_full_path()})
     return True
+
+
+def int_or_none(value: str | None) -> int | None:
+    """A whole-number query parameter, or None when it is missing or not a number."""
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def see_other(url: str) -> HttpResponse:
+    """After a POST without JavaScript: go to ``url`` with a GET (303)."""
+    return HttpResponseRedirect(url, status=303)
+
+
+def load_messages(keys: Iterable[str]) -> dict[str, tuple[Any, int]]:
+    """The stored messages with these keys, as ``{key: (data, tokens)}``: one query, whatever their number."""
+    rows = Message.objects.filter(sha256__in=set(keys)).values_list("sha256", "data", "tokens")
+    return {key: (data, tokens) for key, data, tokens in rows}
+
+
+def focus_topic_field(**options: Any) -> forms.CharField:
+    """The optional focus topic a compression or a re-summarize passes to the summarizer."""
+    return forms.CharField(
+        label=gettext_lazy("Focus topic"),
+        required=False,
+        max_length=2000,
+        help_text=gettext_lazy("What the summary should favour, e.g. the user's current request."),
+        **options,
+    )

@@ -10,7 +10,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -18,11 +18,10 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
-from django_htmx.middleware import HtmxDetails
 
 from ..diff import word_diff
 from ..display import may_reveal, message_view, render_markdown, shown
-from ..models import Archive, CompressionRun, Message, Summary
+from ..models import Archive, CompressionRun, Summary
 from ..services import Conflict, ServiceError
 from ..summaries import (
     PROMOTABLE,
@@ -33,12 +32,18 @@ from ..summaries import (
     request_resummarize,
 )
 from ..summarizers import PROMPT_VERSIONS, default_summarizer_name
-from . import PROMOTE, RESUMMARIZE, VIEW, partial, reveal_requested
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
-
+from . import (
+    PROMOTE,
+    RESUMMARIZE,
+    VIEW,
+    HtmxHttpRequest,
+    focus_topic_field,
+    fragment,
+    load_messages,
+    partial,
+    reveal_requested,
+    see_other,
+)
 
 #: archived messages shown per page
 PAGE_SIZE = 200
@@ -161,6 +166,10 @@ def get_summary(pk: int) -> Summary:
     )
 
 
+def get_archive(pk: int) -> Archive:
+    return get_object_or_404(Archive.objects.select_related("session", "run"), pk=pk)
+
+
 def shown_facts(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
     return [
         {
@@ -211,11 +220,6 @@ def split_by_key(a: list[dict[str, Any]], b: list[dict[str, Any]], key: Any) -> 
         "only_b": [x for x in b if key(x) not in keys_a],
         "both": [x for x in a if key(x) in keys_b],
     }
-
-
-def see_other(url: str) -> HttpResponse:
-    """After a POST without JavaScript: go to ``url`` with a GET (303)."""
-    return HttpResponseRedirect(url, status=303)
 
 
 def groups(split: dict[str, list[dict[str, Any]]]) -> list[tuple[str, list[dict[str, Any]], str]]:
@@ -298,13 +302,7 @@ class ResummarizeForm(forms.Form):
         max_length=200,
         help_text=gettext_lazy("Optional; empty uses the configured model. The extractive summarizer uses none."),
     )
-    focus_topic = forms.CharField(
-        label=gettext_lazy("Focus topic"),
-        required=False,
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text=gettext_lazy("What the summary should favour, e.g. the user's current request."),
-    )
+    focus_topic = focus_topic_field(widget=forms.Textarea(attrs={"rows": 2}))
     prompt_version = forms.ChoiceField(
         label=gettext_lazy("Prompt version"),
         required=False,
@@ -358,10 +356,7 @@ def window_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict
     page = min(max(page, 0), pages - 1)
     first = page * PAGE_SIZE
     keys = archive.message_keys[first : first + PAGE_SIZE]
-    rows = {
-        k: (data, tokens)
-        for k, data, tokens in Message.objects.filter(sha256__in=set(keys)).values_list("sha256", "data", "tokens")
-    }
+    rows = load_messages(keys)
     shown_rows = []
     for offset, key in enumerate(keys):
         index = archive.start + first + offset
@@ -386,10 +381,10 @@ ARCHIVE_PARTIALS = {"archive-messages": "messages", "summary-versions": "version
 @permission_required(VIEW, raise_exception=True)
 @vary_on_headers("HX-Request", "HX-Target")
 def archive_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    archive = get_object_or_404(Archive.objects.select_related("session", "run"), pk=pk)
+    archive = get_archive(pk)
     ctx: dict[str, Any] = {"archive": archive, "session": archive.session}
     ctx |= summary_reveal(request, archive)
-    name = ARCHIVE_PARTIALS.get(request.htmx.target or "", "page") if request.htmx else ""
+    name = ARCHIVE_PARTIALS.get(request.htmx.target or "", "page") if fragment(request) else ""
     # a region refreshes alone; the checksum is verified (all originals loaded) only for the whole page
     if name == "messages":
         ctx |= window_context(request, archive, ctx["reveal"])
@@ -405,7 +400,7 @@ def archive_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @permission_required(RESUMMARIZE, raise_exception=True)
 def resummarize(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    archive = get_object_or_404(Archive.objects.select_related("session", "run"), pk=pk)
+    archive = get_archive(pk)
     form = ResummarizeForm(request.POST)
     summary = None
     if form.is_valid():
@@ -453,7 +448,7 @@ def pick(archive: Archive, versions: list[Summary], value: str | None) -> Summar
 @permission_required(VIEW, raise_exception=True)
 @vary_on_headers("HX-Request")
 def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    archive = get_object_or_404(Archive.objects.select_related("session", "run"), pk=pk)
+    archive = get_archive(pk)
     ctx = summary_reveal(request, archive)
     reveal = ctx["reveal"]
     versions = versions_of(archive, reveal)

@@ -28,9 +28,8 @@ from compression.messages import call_arguments, call_name, content_text
 from .. import diff
 from ..display import MessageView, may_reveal, message_view, pretty_arguments, shown
 from ..models import Archive, CompressionRun, Message, Summary
-from . import VIEW, partial, reveal_requested
-
-Status = CompressionRun.Status
+from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
+from . import VIEW, int_or_none, load_messages, partial, reveal_requested
 
 KIND_LABELS = {
     diff.KEPT: gettext_lazy("unchanged"),
@@ -57,20 +56,6 @@ INSERTED_LABELS = {
     "summary": gettext_lazy("summary"),
     "bridge": gettext_lazy("bridge"),
     "acknowledgement": gettext_lazy("acknowledgement"),
-}
-STATUS_CLASSES: dict[str, str] = {
-    Status.SUCCEEDED: "ok",
-    Status.DEGRADED: "warn",
-    Status.FAILED: "danger",
-    Status.CONFLICT: "danger",
-}
-STAGE_LABELS = {
-    "prune": gettext_lazy("prune tool output"),
-    "boundaries": gettext_lazy("find boundaries"),
-    "archive": gettext_lazy("archive originals"),
-    "summarize": gettext_lazy("summarize"),
-    "assemble": gettext_lazy("reassemble"),
-    "validate": gettext_lazy("validate"),
 }
 REPAIR_LABELS = {
     "dropped": gettext_lazy("dropped"),
@@ -108,7 +93,7 @@ def run_diff(request: HttpRequest, pk: int) -> HttpResponse:
     run = _get_run(pk)
     reveal = reveal_requested(request, run)
     archive = Archive.objects.filter(run=run).first()
-    span = _int(request.GET.get("from")), _int(request.GET.get("to"))
+    span = int_or_none(request.GET.get("from")), int_or_none(request.GET.get("to"))
     if span[0] is not None and span[1] is not None:
         ctx = _diff_context(request, run, archive, reveal=reveal, span=(span[0], span[1]))
         return render(request, partial(request, "console/_diff_page.html", "blocks"), ctx)
@@ -118,13 +103,6 @@ def run_diff(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _get_run(pk: int) -> CompressionRun:
     return get_object_or_404(CompressionRun.objects.select_related("session", "created_by"), pk=pk)
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 # --------------------------------------------------------------------------- the page around the diff
@@ -149,9 +127,9 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
     return {
         "prev_run": runs.filter(earlier).order_by("-created_at", "-pk").first(),
         "next_run": runs.filter(later).order_by("created_at", "pk").first(),
-        "status_class": STATUS_CLASSES.get(run.status, ""),
-        "duration": _seconds(run.started_at, run.finished_at),
-        "wait": _seconds(run.created_at, run.started_at),
+        "status_class": run_status_class(run.status),
+        "duration": seconds_between(run.started_at, run.finished_at),
+        "wait": seconds_between(run.created_at, run.started_at),
         "tokens": _tokens(run),
         "segments": _segments(run, diff_ctx["rows"], archive is not None),
         "stages": _stages(run.stages),
@@ -161,14 +139,10 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
     }
 
 
-def _seconds(start: Any, end: Any) -> float | None:
-    return (end - start).total_seconds() if start and end else None
-
-
 def _tokens(run: CompressionRun) -> dict[str, Any] | None:
     if run.tokens_before is None or run.tokens_after is None:
         return None
-    saved = run.tokens_before - run.tokens_after
+    saved = tokens_saved(run)
     return {
         "before": run.tokens_before,
         "after": run.tokens_after,
@@ -189,7 +163,7 @@ def _stages(stages: Any) -> list[dict[str, Any]]:
         out.append(
             {
                 "name": s.get("name", ""),
-                "label": STAGE_LABELS.get(s.get("name", ""), s.get("name", "")),
+                "label": stage_label(s.get("name", "")),
                 "ms": ms,
                 "width": max(0.5, round(100 * ms / longest, 1)),
                 "share": round(100 * ms / total, 1),
@@ -421,7 +395,7 @@ def _diff_context(
     blocks = diff.expand_rows(rows, *span) if span is not None else diff.group_rows(rows, focus=focus)
     shown_rows = [row for block in blocks for row in block.shown_rows]
     wanted = {key for row in shown_rows for key in row.keys}
-    data = {k: (d, t) for k, d, t in Message.objects.filter(sha256__in=wanted).values_list("sha256", "data", "tokens")}
+    data = load_messages(wanted)
     params: dict[str, str] = {"view": view or "side"} | ({"reveal": "1"} if reveal else {})
     run_url = reverse("run", args=[run.pk])
     diff_url = reverse("run_diff", args=[run.pk])

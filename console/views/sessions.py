@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, pgettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import reswap, retarget
+from django_htmx.http import HttpResponseStopPolling, reswap, retarget
 
 from compression.summary_message import parse_summary_message
 
@@ -28,7 +28,17 @@ from ..display import MessageView, ToolCallView, may_reveal, message_view, shown
 from ..models import CompressionRun, DriftCase, Message, Session, SessionEntry, Summary
 from ..services import ServiceError, session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
-from . import COMPRESS, VIEW, partial, reveal_requested
+from . import (
+    COMPRESS,
+    VIEW,
+    HtmxHttpRequest,
+    focus_topic_field,
+    fragment,
+    int_or_none,
+    partial,
+    reveal_requested,
+    see_other,
+)
 
 PAGE_SIZE = 50
 #: content search: how many matching distinct messages count as "few", and the most sent as a list
@@ -51,12 +61,6 @@ SESSION_STATUSES = {
     "archived": pgettext_lazy("session status", "archived"),
     "expired": pgettext_lazy("session status", "expired"),
 }
-
-
-def fragment(request: HttpRequest) -> bool:
-    """Whether to answer with a fragment, as ``partial`` decides: htmx, but not restoring history."""
-    htmx = getattr(request, "htmx", None)
-    return htmx is not None and bool(htmx) and not htmx.history_restore_request
 
 
 def status_label(status: str) -> Any:
@@ -261,13 +265,6 @@ class TimelineItem:
         return f"m-{self.position}"
 
 
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None
-
-
 def window_start(count: int, start: int | None, at: int | None) -> int:
     """Where the window begins: around message ``at``, at ``start``, or (by default) on the latest messages."""
     if at is not None and 0 <= at < count:
@@ -362,12 +359,7 @@ class CompressForm(forms.Form):
 
     OVERRIDES = ("context_window_tokens", "trigger_ratio", "tail_tokens", "protect_head_messages", "summary_max_tokens")
 
-    focus_topic = forms.CharField(
-        label=gettext_lazy("Focus topic"),
-        required=False,
-        max_length=2000,
-        help_text=gettext_lazy("What the summary should favour, e.g. the user's current request."),
-    )
+    focus_topic = focus_topic_field()
     context_window_tokens = forms.IntegerField(
         label=gettext_lazy("Context window (tokens)"), required=False, min_value=256, max_value=10_000_000
     )
@@ -432,12 +424,12 @@ def _session_context(request: HttpRequest, session: Session, *, reveal: bool, st
 @require_GET
 @permission_required(VIEW, raise_exception=True)
 @vary_on_headers("HX-Request")
-def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session, pk=pk)
     reveal = reveal_requested(request, session)
-    at = _int(request.GET.get("at"))
-    start = window_start(session.message_count, _int(request.GET.get("start")), at)
-    if at is not None and not request.htmx and 0 <= at < session.message_count:  # type: ignore[attr-defined]
+    at = int_or_none(request.GET.get("at"))
+    start = window_start(session.message_count, int_or_none(request.GET.get("start")), at)
+    if at is not None and not request.htmx and 0 <= at < session.message_count:
         # a deep link: open the window holding the message and scroll to it (the browser keeps the #fragment)
         params = request.GET.copy()
         params.pop("at")
@@ -449,7 +441,7 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @permission_required(COMPRESS, raise_exception=True)
-def compress(request: HttpRequest, pk: int) -> HttpResponse:
+def compress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session, pk=pk)
     form = CompressForm(request.POST, session=session)
     if form.is_valid():
@@ -464,14 +456,14 @@ def compress(request: HttpRequest, pk: int) -> HttpResponse:
         except ServiceError as exc:
             form.add_error(None, str(exc))
     if not form.is_valid():
-        if request.htmx:  # type: ignore[attr-defined]
+        if request.htmx:
             ctx = {"form": form, "session": session}
             response = render(request, "console/session.html#compress_form", ctx, status=422)
             return reswap(retarget(response, "#compress-form"), "outerHTML")
         start = window_start(session.message_count, None, None)
         ctx = _session_context(request, session, reveal=False, start=start, form=form)
         return render(request, "console/session.html", ctx, status=422)
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         ctx = {
             "run": run,
             "created": created,
@@ -482,7 +474,7 @@ def compress(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "console/session.html#compress_started", ctx)
     if not created:
         messages.info(request, _("A compression of this session was already queued or running; this is its page."))
-    return HttpResponseRedirect(reverse("run", args=[run.pk]), status=303)
+    return see_other(reverse("run", args=[run.pk]))
 
 
 @require_GET
@@ -498,4 +490,5 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
         ctx.update(_runs_context(session))
         ctx["oob"] = True
     # 286 stops htmx polling: the fragment now shows the outcome
-    return render(request, "console/_run_progress.html", ctx, status=286 if run.finished else 200)
+    status = HttpResponseStopPolling.status_code if run.finished else 200
+    return render(request, "console/_run_progress.html", ctx, status=status)

@@ -115,7 +115,7 @@ def test_the_operator_journey(live_server: Any, page: Page, screenshot: Any, wor
     # the summary and its provenance label
     summary = Summary.objects.get(run=run)
     page.goto(f"{base}/summaries/{summary.pk}/")
-    label = page.locator(".provenance")
+    label = page.locator(".provenance").first
     expect(label).to_contain_text(re.compile("not instructions", re.I))
     expect(label).to_contain_text("the export batch size")
     expect(label).to_contain_text("127.0.0.1")  # the endpoint host

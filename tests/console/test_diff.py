@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compression import CompressionConfig, Compressor
+from compression import CompressionConfig, CompressionResult, Compressor
 from compression.messages import content_text, message_sha256
 from compression.prune import DUPLICATE_NOTE
 from compression.secrets import mask_secrets
@@ -220,8 +220,8 @@ def history_keys(messages: list[dict[str, Any]]) -> list[str]:
     return [message_sha256(m) for m in messages]
 
 
-def check_pipeline(history: list[dict[str, Any]], config: CompressionConfig) -> list[Row]:
-    result = Compressor(config, FakeSummarizer()).compress(history)
+def align_result(history: list[dict[str, Any]], result: CompressionResult) -> tuple[list[str], list[str], list[Row]]:
+    """The input keys, output keys and alignment of a compression, as the run page aligns a run; checked complete."""
     inp, out = history_keys(history), history_keys(result.messages)
     archive = result.archive if result.was_compressed else None
     rows = align(
@@ -232,6 +232,13 @@ def check_pipeline(history: list[dict[str, Any]], config: CompressionConfig) -> 
         repair=result.repair.to_dict() if result.repair else None,
     )
     assert_complete(rows, len(inp), len(out))
+    return inp, out, rows
+
+
+def check_pipeline(history: list[dict[str, Any]], config: CompressionConfig) -> list[Row]:
+    result = Compressor(config, FakeSummarizer()).compress(history)
+    inp, out, rows = align_result(history, result)
+    archive = result.archive if result.was_compressed else None
     for row in rows:
         if row.kind == "kept":
             assert inp[row.in_index] == out[row.out_index]  # type: ignore[index]
@@ -271,16 +278,7 @@ def test_it_accounts_for_every_message_even_when_the_strict_profile_merged_some(
     result = Compressor(CompressionConfig(context_window_tokens=2_000), FakeSummarizer(), profile="strict").compress(
         history
     )
-    inp, out = history_keys(history), history_keys(result.messages)
-    archive = result.archive if result.was_compressed else None
-    rows = align(
-        inp,
-        out,
-        archive_range=(archive.start, archive.end) if archive else None,
-        pruned=[p.to_dict() for p in result.pruned],
-        repair=result.repair.to_dict() if result.repair else None,
-    )
-    assert_complete(rows, len(inp), len(out))
+    inp, out, rows = align_result(history, result)
     assert all(inp[r.in_index] == out[r.out_index] for r in rows if r.kind == "kept")  # type: ignore[index]
 
 
@@ -355,13 +353,18 @@ def test_it_collapses_long_unchanged_stretches_and_keeps_the_archive_in_one_bloc
     assert sum(len(b.shown_rows) for b in blocks) < 15
 
 
-def test_it_stops_rendering_past_the_budget_and_leaves_the_rest_for_later():
-    history = keys("k", 1000)
+def every_other_pruned(n: int) -> list[Row]:
+    """The rows of a run that pruned every other of ``n`` messages: a change every second row."""
+    history = keys("k", n)
     output = [f"p{i}" if i % 2 else k for i, k in enumerate(history)]
     pruned = [
-        {"index": i, "kind": "pruned", "tool": "t", "tokens_before": 9, "tokens_after": 1} for i in range(1, 1000, 2)
+        {"index": i, "kind": "pruned", "tool": "t", "tokens_before": 9, "tokens_after": 1} for i in range(1, n, 2)
     ]
-    rows = align(history, output, pruned=pruned)
+    return align(history, output, pruned=pruned)
+
+
+def test_it_stops_rendering_past_the_budget_and_leaves_the_rest_for_later():
+    rows = every_other_pruned(1000)
     blocks = group_rows(rows, budget=50)
     assert blocks[-1].kind == "more" and blocks[-1].end == len(rows)
     assert sum(len(b.shown_rows) for b in blocks) == 50
@@ -382,12 +385,7 @@ def test_it_opens_the_stretch_a_deep_link_points_into():
 
 
 def test_it_opens_a_deep_link_past_the_budget():
-    history = keys("k", 400)
-    output = [f"p{i}" if i % 2 else k for i, k in enumerate(history)]
-    pruned = [
-        {"index": i, "kind": "pruned", "tool": "t", "tokens_before": 9, "tokens_after": 1} for i in range(1, 400, 2)
-    ]
-    rows = align(history, output, pruned=pruned)
+    rows = every_other_pruned(400)
     blocks = group_rows(rows, budget=40, focus=find_row(rows, "out-301"))
     assert 301 in {r.out_index for b in blocks for r in b.shown_rows}
     assert [b.kind for b in blocks].count("more") == 2

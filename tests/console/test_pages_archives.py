@@ -6,40 +6,14 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from compression.messages import messages_sha256
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, Summary
 from console.services import ImportedSession, create_session
 from console.summaries import check_summary_drift, execute_resummarize
-from tests.console.conftest import compress_now, sample_session
-
-SECRET = "sk-proj-abcdefghijklmnopqrstuvwx1234"
-HX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def archive(compressed_run: CompressionRun) -> Archive:
-    return Archive.objects.select_related("session").get(run=compressed_run)
-
-
-@pytest.fixture
-def active(archive: Archive) -> Summary:
-    return archive.summaries.get(status=Summary.Status.ACTIVE)
-
-
-@pytest.fixture
-def superuser(db) -> Client:
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", password="pw"))
-    return client
-
-
-def html_of(response: Any) -> str:
-    return response.content.decode()
+from tests.console.conftest import HX, SECRET, compress_now, html_of, sample_session
 
 
 def make_archive(messages: list[dict[str, Any]], start: int = 0, key: str = "t:archive") -> Archive:
@@ -289,13 +263,8 @@ def test_it_answers_422_with_the_form_when_a_re_summarize_is_refused(as_operator
     assert "✓ verified" in html_of(full)
 
 
-def test_it_shows_a_re_summarize_that_failed_at_the_model(as_operator, archive, fake_openai, settings):
-    settings.OPENAI_BASE_URL = fake_openai.base_url
-    settings.OPENAI_API_KEY = "test"
-    settings.SUMMARY_TIMEOUT = 0.5
-    settings.SUMMARY_MAX_RETRIES = 0
-    settings.SUMMARY_COOLDOWN_SECONDS = 0
-    fake_openai.script("500")
+def test_it_shows_a_re_summarize_that_failed_at_the_model(as_operator, archive, model):
+    model.script("500")
 
     response = as_operator.post(
         f"/archives/{archive.pk}/resummarize",
@@ -312,7 +281,7 @@ def test_it_shows_a_re_summarize_that_failed_at_the_model(as_operator, archive, 
     assert done.status_code == 286
     assert "The re-summarize failed." in html and "nothing was changed" in html
     assert "HTTP 500" in html
-    assert len(fake_openai.requests) == 1
+    assert len(model.requests) == 1
 
 
 # --------------------------------------------------------------------------- compare

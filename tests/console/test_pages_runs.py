@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -21,7 +20,7 @@ from console.services import ImportedSession, create_session
 from tests.compression.builders import FakeSummarizer, assistant, call, calls, result, system, user
 from tests.compression.builders import session as coding_session
 
-from .conftest import compress_now, sample_session
+from .conftest import compress_now, sample_session, superuser_client
 
 pytestmark = pytest.mark.django_db
 
@@ -59,12 +58,6 @@ def crafted_run(key: str = "test:crafted") -> CompressionRun:
     run = compress_now(session, config=CRAFTED_CONFIG)
     assert run.status == Status.SUCCEEDED, run.error
     return run
-
-
-def superuser_client() -> Client:
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", "root@example.invalid", "pw"))
-    return client
 
 
 def url(run: CompressionRun, name: str = "run", **params: Any) -> str:

@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -19,6 +18,7 @@ from console.celery import tasks_inline
 from console.models import Archive, CompressionRun, DriftCase, Session, Summary
 from console.services import ImportedSession, InvalidSession, create_session
 from console.views import sessions as views
+from tests.console.conftest import superuser_client
 
 Status = CompressionRun.Status
 
@@ -66,12 +66,6 @@ def make_drift(session: Session, status: str = DriftCase.Status.OPEN) -> DriftCa
 def keys_in(html: str) -> list[str]:
     """Session keys of the list's rows, in order."""
     return re.findall(r'<td class="mono key"><a href="/sessions/\d+/">([^<]*)</a>', html)
-
-
-def superuser_client() -> Client:
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", password="pw"))
-    return client
 
 
 # --------------------------------------------------------------------------- the list

@@ -6,28 +6,15 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from compression.summary_message import parse_summary_message
 from console import runs
-from console.models import Archive, AuditEvent, CompressionRun, Message, Session, Summary
+from console.models import Archive, AuditEvent, Message, Session, Summary
 from console.summaries import check_summary_drift, execute_resummarize, request_resummarize
-
-SECRET = "sk-proj-abcdefghijklmnopqrstuvwx1234"
-HX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def archive(compressed_run: CompressionRun) -> Archive:
-    return Archive.objects.select_related("session").get(run=compressed_run)
-
-
-@pytest.fixture
-def active(archive: Archive) -> Summary:
-    return archive.summaries.get(status=Summary.Status.ACTIVE)
+from tests.console.conftest import HX, SECRET, html_of
 
 
 @pytest.fixture
@@ -39,24 +26,12 @@ def draft(archive: Archive, login) -> Summary:
     return summary
 
 
-@pytest.fixture
-def superuser(db) -> Client:
-    user = User.objects.create_superuser("root", password="pw")
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def crafted(archive: Archive, text: str = "## Decisions\n- keep going", **fields: Any) -> Summary:
     """A summary row written directly (rows are immutable, so crafted texts are made at creation)."""
     fields.setdefault("status", Summary.Status.DRAFT)
     fields.setdefault("summary_id", f"sum_test{Summary.objects.count():08d}")
     fields.setdefault("provenance", {"generator": "extractive", "trigger": "resummarize"})
     return Summary.objects.create(archive=archive, text=text, **fields)
-
-
-def html_of(response: Any) -> str:
-    return response.content.decode()
 
 
 def live_summary_ids(session: Session) -> list[str]:
@@ -325,13 +300,8 @@ def test_it_redirects_the_progress_url_without_htmx(as_viewer, active):
     assert response.status_code == 302 and response["Location"] == f"/summaries/{active.pk}/"
 
 
-def test_it_shows_a_failed_re_summarize_with_its_error(as_operator, archive, fake_openai, settings):
-    settings.OPENAI_BASE_URL = fake_openai.base_url
-    settings.OPENAI_API_KEY = "test"
-    settings.SUMMARY_TIMEOUT = 0.5
-    settings.SUMMARY_MAX_RETRIES = 0
-    settings.SUMMARY_COOLDOWN_SECONDS = 0
-    fake_openai.script("500")
+def test_it_shows_a_failed_re_summarize_with_its_error(as_operator, archive, model):
+    model.script("500")
     pending = request_resummarize(archive.pk, summarizer="openai", user=as_operator.user)
 
     assert execute_resummarize(pending.pk) == Summary.Status.FAILED

@@ -32,7 +32,6 @@ from console.summaries import (
     execute_resummarize,
     request_resummarize,
 )
-from tests.fakes.openai_server import FakeOpenAIServer
 
 SAMPLES = Path("/work/shared/samples")
 CODING = "coding_export_job.json"
@@ -224,17 +223,6 @@ def test_it_keeps_every_message_appended_while_the_run_worked(monkeypatch):
 
 
 # --------------------------------------------------------------------------- failure paths
-
-
-@pytest.fixture
-def model(fake_openai: FakeOpenAIServer, settings: Any) -> FakeOpenAIServer:
-    """The fake model as the summarizer endpoint: short timeout, no retries, no cooldown unless a 429 asks."""
-    settings.OPENAI_BASE_URL = fake_openai.base_url
-    settings.OPENAI_API_KEY = "test"
-    settings.SUMMARY_TIMEOUT = 0.5
-    settings.SUMMARY_MAX_RETRIES = 0
-    settings.SUMMARY_COOLDOWN_SECONDS = 0
-    return fake_openai
 
 
 @pytest.mark.parametrize(
