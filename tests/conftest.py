@@ -11,9 +11,12 @@ from tests.fakes.openai_server import FakeOpenAIServer
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from django.conf import settings
+
+    # Django's real hasher costs most of a second per password; tests make hundreds of users
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     if os.environ.get("CI") != "true":
         return
-    from django.conf import settings
 
     engine = settings.DATABASES["default"]["ENGINE"]
     if engine != "django.db.backends.postgresql":
