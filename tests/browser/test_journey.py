@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect
 
 from console.models import CompressionRun, Session, Summary
 from tests.console.conftest import sample_session
-from tests.console.workers import broker_env, celery_worker, default_queue, unique_queue
+from tests.console.workers import celery_worker, default_queue, unique_queue, worker_env
 from tests.fakes.openai_server import Behaviour, FakeOpenAIServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -35,15 +35,8 @@ def model() -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture(scope="module")
 def worker(django_db_setup: None, model: FakeOpenAIServer) -> Iterator[None]:
-    env = broker_env() | {
-        "OPENAI_BASE_URL": model.base_url,
-        "OPENAI_API_KEY": "test",
-        "SUMMARY_TIMEOUT": "20",
-        "SUMMARY_MAX_RETRIES": "0",
-        "SUMMARY_COOLDOWN_SECONDS": "0",
-    }
     queue = unique_queue()
-    with celery_worker(env, queue), default_queue(queue):
+    with celery_worker(worker_env(model, SUMMARY_TIMEOUT="20"), queue), default_queue(queue):
         yield
 
 

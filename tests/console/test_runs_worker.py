@@ -30,7 +30,7 @@ from console.models import Archive, AuditEvent, CompressionRun, Message, Session
 from console.services import ImportedSession, append_messages, create_session
 from console.summaries import archive_messages, promote_summary, request_resummarize
 from console.tasks import execute_run_task
-from tests.console.workers import broker_env, celery_worker, default_queue, unique_queue, wait_until
+from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
 from tests.fakes.openai_server import FakeOpenAIServer
 
 SAMPLES = Path("/work/shared/samples")
@@ -45,18 +45,6 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 class Worker:
     process: subprocess.Popen
     queue: str
-
-
-def worker_env(model: FakeOpenAIServer, **extra: str) -> dict[str, str]:
-    return broker_env() | {
-        "OPENAI_BASE_URL": model.base_url,
-        "OPENAI_API_KEY": "test",
-        "SUMMARY_TIMEOUT": "10",
-        "SUMMARY_MAX_RETRIES": "0",
-        "SUMMARY_COOLDOWN_SECONDS": "0",
-        "RUN_HEARTBEAT_SECONDS": "0.2",
-        **extra,
-    }
 
 
 @pytest.fixture(scope="module")

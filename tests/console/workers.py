@@ -17,6 +17,8 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from tests.fakes.openai_server import FakeOpenAIServer
+
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
@@ -88,6 +90,19 @@ def redis_url() -> str:
 def broker_env() -> dict[str, str]:
     """Worker env for the broker the test process's own Celery app uses (Redis when configured, else files)."""
     return {"REDIS_URL": settings.REDIS_URL} if settings.REDIS_URL else {}
+
+
+def worker_env(model: FakeOpenAIServer, **extra: str) -> dict[str, str]:
+    """Worker env for tests: the test's broker, the fake model, no retries, no cooldown, a fast heartbeat."""
+    return broker_env() | {
+        "OPENAI_BASE_URL": model.base_url,
+        "OPENAI_API_KEY": "test",
+        "SUMMARY_TIMEOUT": "10",
+        "SUMMARY_MAX_RETRIES": "0",
+        "SUMMARY_COOLDOWN_SECONDS": "0",
+        "RUN_HEARTBEAT_SECONDS": "0.2",
+        **extra,
+    }
 
 
 @contextmanager
