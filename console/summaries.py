@@ -153,6 +153,12 @@ def _summary_message(summary: Summary) -> dict[str, Any]:
 
 
 PROMOTABLE = (Summary.Status.DRAFT, Summary.Status.SUPERSEDED)
+
+
+def _not_promotable(summary: Summary) -> str:
+    return f"summary {summary.pk} is {summary.status}; only a finished, inactive summary can be promoted"
+
+
 LIVE_SUMMARY_GONE = (
     "the summary this would replace is no longer in the live history "
     "(the session was compressed again or rewritten); nothing was changed"
@@ -166,9 +172,7 @@ def promote_summary(summary_id: int, user: Any = None) -> Session:
         if summary is None:
             raise NotFound(f"no summary {summary_id}")
         if summary.status not in PROMOTABLE:
-            raise Conflict(
-                f"summary {summary_id} is {summary.status}; only a finished, inactive summary can be promoted"
-            )
+            raise Conflict(_not_promotable(summary))
         archive = summary.archive
         session = Session.objects.select_for_update().get(pk=archive.session_id)
         active, found = _live_target(archive, session)
@@ -228,10 +232,7 @@ def promotion_preview(summary: Summary) -> PromotionPreview:
         live_tokens = session.entries.filter(position=position).values_list("message__tokens", flat=True).first()
     problem, reason = "", ""
     if summary.status not in PROMOTABLE:
-        problem, reason = (
-            f"summary {summary.pk} is {summary.status}; only a finished, inactive summary can be promoted",
-            "status",
-        )
+        problem, reason = _not_promotable(summary), "status"
     elif found is None:
         problem, reason = LIVE_SUMMARY_GONE, "gone"
     return PromotionPreview(

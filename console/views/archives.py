@@ -160,6 +160,12 @@ def compare_pair(versions: list[Summary], a: Summary | None = None) -> tuple[Sum
     return a, newest
 
 
+def compare_with(versions: list[Summary], summary: Summary) -> Summary | None:
+    """The version to compare ``summary`` with: the active one, or when that is ``summary``, the newest other."""
+    active = active_of(versions)
+    return active if active and active.pk != summary.pk else compare_pair(versions, summary)[1]
+
+
 def get_summary(pk: int) -> Summary:
     return get_object_or_404(
         Summary.objects.select_related("archive__session", "archive__run", "parent", "created_by"), pk=pk
@@ -257,7 +263,7 @@ def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "facts": shown_facts(summary, ctx["reveal"]),
         "findings": shown_findings(summary, ctx["reveal"]),
         "cases": cases_of(summary),
-        "compare_a": active if active and active.pk != summary.pk else compare_pair(versions, this)[1],
+        "compare_a": compare_with(versions, this),
     }
     return render(request, partial(request, "console/summary.html", "summary"), ctx)
 
@@ -271,9 +277,7 @@ def cases_of(summary: Summary) -> list[Any]:
 
 def progress_context(summary: Summary) -> dict[str, Any]:
     versions = list(summary.archive.summaries.order_by("created_at", "id"))
-    active = active_of(versions)
-    other = active if active and active.pk != summary.pk else compare_pair(versions, summary)[1]
-    return {"summary": summary, "archive": summary.archive, "compare_a": other}
+    return {"summary": summary, "archive": summary.archive, "compare_a": compare_with(versions, summary)}
 
 
 @require_GET
@@ -283,11 +287,10 @@ def summary_progress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     summary = get_summary(pk)
     if not request.htmx:
         return redirect("summary", pk=summary.pk)
-    ctx = progress_context(summary)
+    response = render(request, "console/_summary_progress.html", progress_context(summary))
     if summary.status == Summary.Status.PENDING:
-        return render(request, "console/_summary_progress.html", ctx)
-    response = render(request, "console/_summary_progress.html", ctx)
-    response.status_code = HttpResponseStopPolling.status_code
+        return response
+    response.status_code = HttpResponseStopPolling.status_code  # done: htmx stops polling
     return trigger_client_event(response, CHANGED)
 
 

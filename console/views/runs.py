@@ -396,7 +396,8 @@ def _diff_context(
     shown_rows = [row for block in blocks for row in block.shown_rows]
     wanted = {key for row in shown_rows for key in row.keys}
     data = load_messages(wanted)
-    params: dict[str, str] = {"view": view or "side"} | ({"reveal": "1"} if reveal else {})
+    revealed: dict[str, str] = {"reveal": "1"} if reveal else {}
+    params = {"view": view} | revealed
     run_url = reverse("run", args=[run.pk])
     diff_url = reverse("run_diff", args=[run.pk])
     block_views = [_block_view(b, rows, data, reveal, run_url, diff_url, params, focus) for b in blocks]
@@ -421,8 +422,8 @@ def _diff_context(
         ],
         "unchanged_count": counts[diff.KEPT],
         "focus_anchor": rows[focus].anchor if focus is not None else "",
-        "view_urls": {v: f"{run_url}?{urlencode({'view': v} | ({'reveal': '1'} if reveal else {}))}" for v in VIEWS},
-        "diff_urls": {v: f"{diff_url}?{urlencode({'view': v} | ({'reveal': '1'} if reveal else {}))}" for v in VIEWS},
+        "view_urls": {v: f"{run_url}?{urlencode({'view': v} | revealed)}" for v in VIEWS},
+        "diff_urls": {v: f"{diff_url}?{urlencode({'view': v} | revealed)}" for v in VIEWS},
         "reveal_url": f"{run_url}?{urlencode({'view': view, 'reveal': '1'})}",
         "hide_url": f"{run_url}?{urlencode({'view': view})}",
         "run_url": run_url,

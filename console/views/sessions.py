@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, reswap, retarget
 
+from compression import CompressionConfig
 from compression.summary_message import parse_summary_message
 
 from .. import runs as run_service
@@ -185,6 +186,11 @@ class SessionQuery:
         return self.params(sort=name, order=flipped if name == self.sort else natural)
 
 
+def count_by_session(rows: QuerySet[Any]) -> dict[int, int]:
+    """``{session id: number of rows}`` in one grouped query."""
+    return dict(rows.order_by().values("session_id").annotate(n=Count("id")).values_list("session_id", "n"))
+
+
 @require_GET
 @permission_required(VIEW, raise_exception=True)
 @vary_on_headers("HX-Request")
@@ -199,20 +205,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
     rows = list(page.object_list)
     ids = [s.pk for s in rows]
     # counted for the rows shown only: one grouped query each, never over every session
-    run_counts = dict(
-        CompressionRun.objects.filter(session_id__in=ids)
-        .order_by()
-        .values("session_id")
-        .annotate(n=Count("id"))
-        .values_list("session_id", "n")
-    )
-    drift_counts = dict(
-        DriftCase.objects.filter(session_id__in=ids, status=DriftCase.Status.OPEN)
-        .order_by()
-        .values("session_id")
-        .annotate(n=Count("id"))
-        .values_list("session_id", "n")
-    )
+    run_counts = count_by_session(CompressionRun.objects.filter(session_id__in=ids))
+    drift_counts = count_by_session(DriftCase.objects.filter(session_id__in=ids, status=DriftCase.Status.OPEN))
     for s in rows:
         s.runs_count = run_counts.get(s.pk, 0)
         s.open_drift = drift_counts.get(s.pk, 0)
@@ -317,10 +311,8 @@ def timeline(session: Session, start: int, reveal: bool) -> list[TimelineItem]:
 def _header(session: Session, reveal: bool) -> dict[str, Any]:
     try:
         config = session_config(session)
-        trigger_ratio = config.trigger_ratio
-        max_ineffective = config.max_ineffective_compressions
-    except ServiceError:
-        trigger_ratio, max_ineffective = 0.7, 2
+    except ServiceError:  # a stored window the library refuses: show the defaults' trigger
+        config = CompressionConfig()
     used = session.token_count * 100 / max(1, session.context_window_tokens)
     metadata = [
         (str(k)[:60], shown(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), reveal)[:200])
@@ -332,8 +324,8 @@ def _header(session: Session, reveal: bool) -> dict[str, Any]:
         "status_label": status_label(session.status),
         "window_used": round(used, 1),
         "bar_width": min(100, round(used)),
-        "trigger_percent": round(trigger_ratio * 100),
-        "max_ineffective": max_ineffective,
+        "trigger_percent": round(config.trigger_ratio * 100),
+        "max_ineffective": config.max_ineffective_compressions,
         "metadata": metadata,
     }
 
