@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page, expect
 
 from console.models import CompressionRun, Session, Summary
-from tests.console.conftest import sample_session
+from tests.console.factories import sample_session
 from tests.console.workers import celery_worker, default_queue, unique_queue, worker_env
 from tests.fakes.openai_server import Behaviour, FakeOpenAIServer
 

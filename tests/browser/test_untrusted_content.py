@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from console.models import CompressionRun, Summary
 from console.services import ImportedSession, create_session
-from tests.console.conftest import compress_now
+from tests.console.factories import compress_now
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

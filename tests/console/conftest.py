@@ -3,39 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, Permission, User
-from django.http import HttpResponse
 from django.test import Client
 
-from console import runs
-from console.celery import tasks_inline
-from console.importers import read_session_file
-from console.models import Archive, CompressionRun, Session, Summary
-from console.services import ImportedSession, create_session
+from console.models import Archive, CompressionRun, Summary
+from tests.console.factories import compress_now, sample_session, superuser_client
 from tests.fakes.openai_server import FakeOpenAIServer
-
-SAMPLES = Path("/work/shared/samples")
-#: small enough that the coding sample (41 messages, ~27k tokens) is really compressed
-SMALL_WINDOW = {"context_window_tokens": 4000}
-#: an API key as the secret masking recognises it
-SECRET = "sk-proj-abcdefghijklmnopqrstuvwx1234"
-#: the headers of an htmx request
-HX = {"HX-Request": "true"}
-
-
-def html_of(response: HttpResponse) -> str:
-    return response.content.decode()
-
-
-def superuser_client() -> Client:
-    """A client logged in as a superuser (every permission, revealing secrets included)."""
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", password="pw"))
-    return client
 
 
 @pytest.fixture
@@ -78,23 +54,6 @@ def as_reviewer(login) -> Client:
 @pytest.fixture
 def superuser(db) -> Client:
     return superuser_client()
-
-
-def sample_session(name: str = "coding_export_job.json", *, key: str | None = None, **fields: Any) -> Session:
-    data = read_session_file(SAMPLES / name)
-    return create_session(
-        ImportedSession(key=key or data.key, messages=data.messages, metadata=data.metadata, **fields)
-    )
-
-
-def compress_now(session: Session, **options: Any) -> CompressionRun:
-    """Queue a run and execute it in-process as a worker would (drift checks run inline); the finished row."""
-    options.setdefault("config", SMALL_WINDOW)
-    with tasks_inline():
-        run, _ = runs.request_compression(session.key, **options)
-        runs.execute_run(run.pk)
-    run.refresh_from_db()
-    return run
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from compression.messages import messages_sha256
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, Summary
 from console.services import ImportedSession, create_session
 from console.summaries import check_summary_drift, execute_resummarize
-from tests.console.conftest import HX, SECRET, compress_now, html_of, sample_session
+from tests.console.factories import HX, SECRET, compress_now, html_of, sample_session
 
 
 def make_archive(messages: list[dict[str, Any]], start: int = 0, key: str = "t:archive") -> Archive:

@@ -18,7 +18,7 @@ from console.celery import tasks_inline
 from console.models import Archive, CompressionRun, DriftCase, Session, Summary
 from console.services import ImportedSession, InvalidSession, create_session
 from console.views import sessions as views
-from tests.console.conftest import superuser_client
+from tests.console.factories import superuser_client
 
 Status = CompressionRun.Status
 

@@ -14,7 +14,7 @@ from compression.summary_message import parse_summary_message
 from console import runs
 from console.models import Archive, AuditEvent, Message, Session, Summary
 from console.summaries import check_summary_drift, execute_resummarize, request_resummarize
-from tests.console.conftest import HX, SECRET, html_of
+from tests.console.factories import HX, SECRET, html_of
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +21,8 @@ from compression.messages import message_sha256, messages_sha256
 from compression.types import SummaryOutcome, SummaryRequest
 from console import runs
 from console.celery import tasks_inline
-from console.importers import read_session_file
 from console.models import Archive, CompressionRun, Message, Session, SummarizerCooldown, Summary
-from console.services import ImportedSession, InvalidSession, append_messages, create_session
+from console.services import InvalidSession, append_messages
 from console.summaries import (
     ArchiveCorrupted,
     archive_messages,
@@ -32,12 +30,10 @@ from console.summaries import (
     execute_resummarize,
     request_resummarize,
 )
+from tests.console.factories import SMALL_WINDOW, sample_session
 
-SAMPLES = Path("/work/shared/samples")
 CODING = "coding_export_job.json"
 CHAT = "wechat_wxid_demo01.jsonl"
-#: small enough that either sample (41 and 64 messages, ~27k tokens) is really compressed
-SMALL_WINDOW = {"context_window_tokens": 4000}
 STAGES = ["prune", "boundaries", "archive", "summarize", "assemble", "validate"]
 Status = CompressionRun.Status
 
@@ -49,13 +45,6 @@ def eager_tasks() -> Iterator[None]:
     """Tasks sent while a test runs execute inline instead of going to a broker."""
     with tasks_inline():
         yield
-
-
-def sample_session(name: str = CODING, *, key: str | None = None, **fields: Any) -> Session:
-    data = read_session_file(SAMPLES / name)
-    return create_session(
-        ImportedSession(key=key or data.key, messages=data.messages, metadata=data.metadata, **fields)
-    )
 
 
 def compress(session: Session, **options: Any) -> CompressionRun:

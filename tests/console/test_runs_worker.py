@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,14 +26,13 @@ from compression.prompt import PROMPT_VERSION
 from console import runs
 from console.importers import read_session_file
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, SummarizerCooldown, Summary
-from console.services import ImportedSession, append_messages, create_session
+from console.services import append_messages
 from console.summaries import archive_messages, promote_summary, request_resummarize
 from console.tasks import execute_run_task
+from tests.console.factories import SAMPLES, SMALL_WINDOW, sample_session
 from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
 from tests.fakes.openai_server import FakeOpenAIServer
 
-SAMPLES = Path("/work/shared/samples")
-SMALL_WINDOW = {"context_window_tokens": 4000}
 STAGES = ["prune", "boundaries", "archive", "summarize", "assemble", "validate"]
 Status = CompressionRun.Status
 
@@ -68,11 +66,6 @@ def fresh_model(model: FakeOpenAIServer, settings: Any) -> FakeOpenAIServer:
     settings.OPENAI_BASE_URL = model.base_url
     settings.OPENAI_API_KEY = "test"
     return model
-
-
-def sample_session(name: str = "coding_export_job.json", user: Any = None) -> Session:
-    data = read_session_file(SAMPLES / name)
-    return create_session(ImportedSession(key=data.key, messages=data.messages, metadata=data.metadata), user=user)
 
 
 def finished(run: CompressionRun, worker: Worker | None, seconds: float = 30) -> CompressionRun:
