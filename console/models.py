@@ -134,6 +134,7 @@ class Session(models.Model):
             ("resummarize_archive", "Can re-summarize from an archive"),
             ("promote_summary", "Can promote a summary to the live session"),
             ("review_drift", "Can review drift cases"),
+            ("open_drift_case", "Can open a drift case by hand"),
             ("reveal_secrets", "Can reveal masked secrets"),
         ]
 
@@ -363,6 +364,8 @@ class DriftCase(models.Model):
     summary = models.ForeignKey(Summary, on_delete=models.CASCADE, related_name="drift_cases")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="drift_cases")
     findings = models.JSONField(default=list)
+    #: the findings' kinds as ",kind,kind," so the queue can filter by kind on any database
+    kinds = models.CharField(max_length=255, blank=True, db_index=True)
     severity = models.CharField(max_length=8, db_index=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
     assignee = models.ForeignKey(
@@ -372,6 +375,8 @@ class DriftCase(models.Model):
     opened_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    #: the promoted summary that resolved the case (the corrected summary of a regression set)
+    fixed_by = models.ForeignKey(Summary, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -381,6 +386,16 @@ class DriftCase(models.Model):
     def __str__(self) -> str:
         return f"drift case {self.pk} ({self.status})"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.kinds = "".join(f",{k}" for k in dict.fromkeys(f.get("kind", "") for f in self.findings)) + ","
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "kinds"}
+        super().save(*args, **kwargs)
+
+    @property
+    def kind_list(self) -> list[str]:
+        return [k for k in self.kinds.split(",") if k]
+
 
 class DriftComment(Immutable):
     case = models.ForeignKey(DriftCase, on_delete=models.CASCADE, related_name="comments")
@@ -388,6 +403,8 @@ class DriftComment(Immutable):
     body = models.TextField()
     #: the passage the comment is about, quoted
     quote = models.TextField(blank=True)
+    #: teammates named with @username in the body
+    mentions = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="drift_mentions")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

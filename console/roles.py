@@ -7,6 +7,7 @@ from typing import Any
 VIEWER = "viewer"
 OPERATOR = "operator"
 REVIEWER = "reviewer"
+ADMIN = "admin"
 
 ROLE_PERMISSIONS: dict[str, list[str]] = {
     VIEWER: ["console.view_session"],
@@ -17,9 +18,14 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
         "console.compress_session",
         "console.resummarize_archive",
         "console.promote_summary",
+        "console.open_drift_case",
     ],
-    REVIEWER: ["console.view_session", "console.review_drift"],
+    REVIEWER: ["console.view_session", "console.review_drift", "console.open_drift_case"],
 }
+#: everything the other roles may do, plus reading the audit log and revealing masked secrets
+ROLE_PERMISSIONS[ADMIN] = sorted(
+    {p for perms in ROLE_PERMISSIONS.values() for p in perms} | {"console.view_auditevent", "console.reveal_secrets"}
+)
 
 
 def sync_role_groups(**kwargs: Any) -> None:

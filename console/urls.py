@@ -5,7 +5,7 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .views import archives, health, messages, runs, sessions
+from .views import archives, audit, dashboard, drift, health, messages, runs, sessions
 
 urlpatterns = [
     path("", sessions.session_list, name="home"),
@@ -21,6 +21,14 @@ urlpatterns = [
     path("summaries/<int:pk>/", archives.summary_detail, name="summary"),
     path("summaries/<int:pk>/progress", archives.summary_progress, name="summary_progress"),
     path("summaries/<int:pk>/promote", archives.promote, name="promote"),
+    path("summaries/<int:pk>/open-case", drift.open_case, name="open_case"),
+    path("drift/", drift.queue, name="drift_queue"),
+    path("drift/export.jsonl", drift.export, name="drift_export"),
+    path("drift/<int:pk>/", drift.case_detail, name="drift_case"),
+    path("drift/<int:pk>/update", drift.update_case, name="drift_update"),
+    path("drift/<int:pk>/comment", drift.comment, name="drift_comment"),
+    path("dashboard/", dashboard.dashboard, name="dashboard"),
+    path("audit/", audit.audit_log, name="audit_log"),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
