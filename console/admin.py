@@ -10,9 +10,10 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 
 from .apikeys import revoke_api_key
+from .drift import update_drift_case
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, DriftComment, Session, Summary
 from .services import ServiceError
-from .summaries import ArchiveCorrupted, archive_messages, update_drift_case
+from .summaries import ArchiveCorrupted, archive_messages
 
 
 @admin.register(Session)
@@ -81,9 +82,12 @@ class SummaryAdmin(ViewOnly):
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ViewOnly):
+    """Append-only, for superusers too: no add, change, delete, nor any bulk action."""
+
     list_display = ["created_at", "actor_label", "action", "object_type", "object_id"]
     list_filter = ["action", "object_type"]
     search_fields = ["actor_label", "object_id"]
+    actions = None
 
 
 class DriftCommentInline(admin.TabularInline):

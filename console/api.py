@@ -24,9 +24,10 @@ from ninja.pagination import PageNumberPagination, paginate
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
-from . import runs, schemas, summaries
-from .models import ApiKey, Archive, CompressionRun, DriftCase, Message, Session, Summary
+from . import drift, runs, schemas, summaries
+from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from .services import ImportedSession, NotFound, ServiceError, append_messages, create_session
+from .views.audit import AuditQuery
 
 # --------------------------------------------------------------------------- plumbing
 
@@ -380,16 +381,16 @@ def promote(request: HttpRequest, summary_id: int) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- drift cases
 
-drift = Router(tags=["drift cases"])
+cases = Router(tags=["drift cases"])
 
 
-@drift.get("", response=list[schemas.DriftCaseOut], summary="Drift cases (filter by status, severity, session)")
+@cases.get("", response=list[schemas.DriftCaseOut], summary="Drift cases (filter by status, severity, kind, ...)")
 @paginate(PageNumberPagination, page_size=50)
 def list_cases(
-    request: HttpRequest, status: str = "", severity: str = "", session: str = "", assignee: str = ""
+    request: HttpRequest, status: str = "", severity: str = "", session: str = "", assignee: str = "", kind: str = ""
 ) -> Any:
     require(request, "console.view_session", "read drift cases")
-    cases = DriftCase.objects.select_related("session", "assignee").order_by("-created_at", "-id")
+    cases = DriftCase.objects.select_related("session", "assignee", "opened_by").order_by("-created_at", "-id")
     if status:
         cases = cases.filter(status=status)
     if severity:
@@ -398,31 +399,66 @@ def list_cases(
         cases = cases.filter(session__key=session)
     if assignee:
         cases = cases.filter(assignee__username=assignee)
+    if kind:
+        cases = cases.filter(kinds__contains=f",{kind},")
     return cases
 
 
+@cases.post("", response={201: schemas.DriftCaseDetailOut, **ERRORS}, summary="Open a case by hand about a passage")
+def open_case(request: HttpRequest, payload: schemas.DriftCaseIn) -> Status:
+    require(request, "console.open_drift_case", "open drift cases")
+    case = drift.open_case(payload.summary, **payload.dict(exclude={"summary"}), user=request.user)
+    return Status(201, _case(case.pk))
+
+
 def _case(case_id: int) -> DriftCase:
-    return get_object_or_404(DriftCase.objects.select_related("session", "assignee"), pk=case_id)
+    return get_object_or_404(DriftCase.objects.select_related("session", "assignee", "opened_by"), pk=case_id)
 
 
-@drift.get("/{int:case_id}", response={200: schemas.DriftCaseDetailOut, **ERRORS}, summary="A drift case")
+@cases.get("/{int:case_id}", response={200: schemas.DriftCaseDetailOut, **ERRORS}, summary="A drift case")
 def get_case(request: HttpRequest, case_id: int) -> DriftCase:
     require(request, "console.view_session", "read drift cases")
     return _case(case_id)
 
 
-@drift.patch(
+@cases.patch(
     "/{int:case_id}",
     response={200: schemas.DriftCaseDetailOut, **ERRORS},
-    summary="Change status, assignee or verdict; add a comment",
+    summary="Claim, change status, assignee or verdict; add a comment (@username mentions)",
 )
 def patch_case(request: HttpRequest, case_id: int, payload: schemas.DriftCasePatch) -> DriftCase:
     require(request, "console.review_drift", "review drift cases")
-    summaries.update_drift_case(case_id, payload.dict(exclude_unset=True), request.user)
+    drift.update_drift_case(case_id, payload.dict(exclude_unset=True), request.user)
     return _case(case_id)
+
+
+@cases.post("/{int:case_id}/comments", response={201: schemas.DriftCommentOut, **ERRORS}, summary="Comment on a case")
+def comment_case(request: HttpRequest, case_id: int, payload: schemas.DriftCommentIn) -> Status:
+    require(request, "console.review_drift", "comment on drift cases")
+    comment = drift.add_comment(_case(case_id), payload.body, payload.quote, request.user)
+    return Status(201, comment)
+
+
+# --------------------------------------------------------------------------- audit log
+
+audit_router = Router(tags=["audit log"])
+
+
+@audit_router.get(
+    "",
+    response=list[schemas.AuditEventOut],
+    summary="The audit log, newest first (as on the page: actor, action prefix, object type[:id], since, until)",
+)
+@paginate(PageNumberPagination, page_size=50)
+def list_audit_events(
+    request: HttpRequest, actor: str = "", action: str = "", object: str = "", since: str = "", until: str = ""
+) -> Any:
+    require(request, "console.view_auditevent", "read the audit log")
+    return AuditQuery.parse(request.GET).apply(AuditEvent.objects.all())
 
 
 api.add_router("/sessions", sessions)
 api.add_router("/runs", runs_router)
 api.add_router("", archives)
-api.add_router("/drift-cases", drift)
+api.add_router("/drift-cases", cases)
+api.add_router("/audit-events", audit_router)

@@ -162,11 +162,29 @@ class DriftCommentOut(Schema):
     author: str | None
     body: str
     quote: str
+    mentions: list[str]
     created_at: datetime
 
     @staticmethod
     def resolve_author(obj: Any) -> str | None:
         return obj.author.get_username() if obj.author else None
+
+    @staticmethod
+    def resolve_mentions(obj: Any) -> list[str]:
+        return sorted(user.get_username() for user in obj.mentions.all())
+
+
+class DriftCommentIn(Schema):
+    body: str = Field(..., min_length=1, max_length=20000, description="@username mentions a teammate")
+    quote: str = Field("", max_length=4000, description="the passage the comment is about")
+
+
+class DriftCaseIn(Schema):
+    summary: int = Field(..., description="the summary's id (its row id, as in /summaries/{id})")
+    quote: str = Field(..., min_length=1, max_length=4000, description="the passage of the summary in question")
+    kind: str = Field("other", description="a drift kind (constraint_inverted, ...) or other")
+    severity: str = Field("medium", description="low, medium or high")
+    note: str = Field("", max_length=4000, description="what is wrong")
 
 
 class DriftCaseOut(Schema):
@@ -177,13 +195,24 @@ class DriftCaseOut(Schema):
     status: str
     assignee: str | None
     verdict: str
+    kinds: list[str]
     findings: list[Any]
+    opened_by: str | None = Field(None, description="who opened it by hand (null: the drift check did)")
+    fixed_by_id: int | None = Field(None, description="the promoted summary that resolved it")
     created_at: datetime
     updated_at: datetime
 
     @staticmethod
     def resolve_session(obj: Any) -> str:
         return obj.session.key
+
+    @staticmethod
+    def resolve_kinds(obj: Any) -> list[str]:
+        return list(obj.kind_list)
+
+    @staticmethod
+    def resolve_opened_by(obj: Any) -> str | None:
+        return obj.opened_by.get_username() if obj.opened_by else None
 
     @staticmethod
     def resolve_assignee(obj: Any) -> str | None:
@@ -195,15 +224,31 @@ class DriftCaseDetailOut(DriftCaseOut):
 
     @staticmethod
     def resolve_comments(obj: Any) -> list[Any]:
-        return list(obj.comments.select_related("author"))
+        return list(obj.comments.select_related("author").prefetch_related("mentions"))
 
 
 class DriftCasePatch(Schema):
+    claim: bool | None = Field(None, description="true: assign to yourself (refused while someone else holds it)")
     status: str | None = None
     assignee: str | None = Field(None, description="a username; empty string unassigns")
     verdict: str | None = None
     comment: str | None = None
     quote: str | None = Field(None, description="the passage the comment is about")
+
+
+class AuditEventOut(Schema):
+    id: int
+    actor: str = Field(..., description="the actor's name at the time, or the system part that acted")
+    action: str
+    object_type: str
+    object_id: str
+    before: Any = None
+    after: Any = None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_actor(obj: Any) -> str:
+        return str(obj.actor_label)
 
 
 class ErrorOut(Schema):

@@ -9,23 +9,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from compression import Archive as PipelineArchive
-from compression import Compressor, check_drift, count_tokens, render_summary_message
+from compression import Compressor, count_tokens, render_summary_message
 from compression.summary_message import SummaryHeader
 
-from .models import Archive, DriftCase, Message, Session, Summary
+from .models import Archive, Message, Session, Summary
 from .runs import live_summary_index, send_drift_check
-from .services import Conflict, InvalidSession, NotFound, ServiceError, audit, person, session_config
+from .services import Conflict, NotFound, ServiceError, audit, person, session_config
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
-
-SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
-
 
 class ArchiveCorrupted(ServiceError):
     """Stored originals no longer match their checksum: never used silently."""
@@ -167,6 +163,8 @@ LIVE_SUMMARY_GONE = (
 
 def promote_summary(summary_id: int, user: Any = None) -> Session:
     """Put a summary into the live session in place of its archive's current summary message."""
+    from .drift import resolve_fixed_cases  # drift reads archives through this module
+
     with transaction.atomic():
         summary = Summary.objects.select_related("archive").filter(pk=summary_id).first()
         if summary is None:
@@ -193,6 +191,7 @@ def promote_summary(summary_id: int, user: Any = None) -> Session:
             before={"status": before, "live_summary": old_id},
             after={"status": summary.status, "session": session.key, "position": position, "version": session.version},
         )
+        resolve_fixed_cases(summary, user)
     return session
 
 
@@ -247,82 +246,3 @@ def promotion_preview(summary: Summary) -> PromotionPreview:
         problem=problem,
         reason=reason,
     )
-
-
-# --------------------------------------------------------------------------- drift
-
-
-def check_summary_drift(summary_id: int) -> list[dict[str, Any]]:
-    """Compare a summary with its archived originals; open a case for findings at or over the threshold."""
-    summary = Summary.objects.select_related("archive__run").get(pk=summary_id)
-    if not summary.text:
-        return []
-    archive = summary.archive
-    # the history the run compressed: constraints in its head and tail stayed verbatim, but a summary
-    # must not contradict them either (indexes into it are the history's own)
-    context = Message.load(archive.run.input_keys) if archive.run.input_keys else None
-    findings = []
-    for finding in check_drift(archive_messages(archive), summary.text, context_messages=context):
-        data = finding.to_dict()
-        index = finding.source_index
-        if index is not None and finding.scope == "segment":
-            index += archive.start
-        data["message_index"] = index
-        findings.append(data)
-    with transaction.atomic():
-        summary.drift_findings = findings
-        summary.drift_checked_at = timezone.now()
-        summary.save(update_fields=["drift_findings", "drift_checked_at", "updated_at"])
-        threshold = SEVERITY_RANK[settings.DRIFT_CASE_MIN_SEVERITY]
-        serious = [f for f in findings if SEVERITY_RANK.get(f["severity"], 0) >= threshold]
-        if serious and not summary.drift_cases.exists():
-            case = DriftCase.objects.create(
-                summary=summary,
-                session_id=archive.session_id,
-                findings=serious,
-                severity=max((f["severity"] for f in serious), key=lambda s: SEVERITY_RANK.get(s, 0)),
-            )
-            audit(None, "drift_case.open", case, after={"summary": summary.summary_id, "findings": len(serious)})
-    return findings
-
-
-def update_drift_case(case_id: int, changes: dict[str, Any], user: Any) -> DriftCase:
-    """Change a case's status, assignee or verdict, or add a comment; every change is audited."""
-    from django.contrib.auth import get_user_model
-
-    with transaction.atomic():
-        case = DriftCase.objects.select_for_update().filter(pk=case_id).first()
-        if case is None:
-            raise NotFound(f"no drift case {case_id}")
-        before = {"status": case.status, "assignee": case.assignee.get_username() if case.assignee else None}
-        before["verdict"] = case.verdict
-        if "status" in changes and changes["status"] is not None and changes["status"] != case.status:
-            new = changes["status"]
-            if new not in DriftCase.Status.values:
-                raise InvalidSession(f"unknown status {new!r}; one of: {', '.join(DriftCase.Status.values)}")
-            if new not in DriftCase.TRANSITIONS[case.status]:
-                allowed = ", ".join(sorted(DriftCase.TRANSITIONS[case.status]))
-                raise Conflict(f"a {case.status} case cannot become {new}; it can become: {allowed}")
-            case.status = new
-        if "assignee" in changes:
-            name = changes["assignee"]
-            if name in (None, ""):
-                case.assignee = None
-            else:
-                assignee = get_user_model().objects.filter(username=name, is_active=True).first()
-                if assignee is None:
-                    raise InvalidSession(f"no active user {name!r} to assign")
-                case.assignee = assignee
-        if changes.get("verdict") is not None:
-            case.verdict = changes["verdict"]
-        if case.status in (DriftCase.Status.CONFIRMED, DriftCase.Status.DISMISSED) and not case.verdict.strip():
-            raise InvalidSession(f"a {case.status} case needs a verdict saying why")
-        case.save()
-        after = {"status": case.status, "assignee": case.assignee.get_username() if case.assignee else None}
-        after["verdict"] = case.verdict
-        if after != before:
-            audit(user, "drift_case.update", case, before=before, after=after)
-        if changes.get("comment"):
-            comment = case.comments.create(author=user, body=changes["comment"], quote=changes.get("quote") or "")
-            audit(user, "drift_case.comment", case, after={"comment": comment.pk})
-    return case

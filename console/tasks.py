@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers that take ids and call one function in runs/summaries."""
+"""Celery tasks: thin wrappers that take ids and call one function in runs, summaries or drift."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import socket
 from celery import shared_task
 from django.db import connection
 
-from . import runs, summaries
+from . import drift, runs, summaries
 
 
 @shared_task(name="console.health_check")
@@ -31,7 +31,7 @@ def resummarize_task(summary_id: int) -> str | None:
 
 @shared_task(name="console.check_drift", ignore_result=True)
 def check_drift_task(summary_id: int) -> int:
-    return len(summaries.check_summary_drift(summary_id))
+    return len(drift.check_summary_drift(summary_id))
 
 
 @shared_task(name="console.recover_stale_runs", ignore_result=True)

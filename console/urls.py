@@ -5,7 +5,8 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .views import archives, audit, dashboard, drift, health, messages, runs, sessions
+from .views import archives, dashboard, drift, health, messages, runs, sessions
+from .views.audit import audit_log
 
 urlpatterns = [
     path("", sessions.session_list, name="home"),
@@ -28,7 +29,7 @@ urlpatterns = [
     path("drift/<int:pk>/update", drift.update_case, name="drift_update"),
     path("drift/<int:pk>/comment", drift.comment, name="drift_comment"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
-    path("audit/", audit.audit_log, name="audit_log"),
+    path("audit/", audit_log, name="audit_log"),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -24,6 +24,8 @@ VIEW = "console.view_session"
 COMPRESS = "console.compress_session"
 RESUMMARIZE = "console.resummarize_archive"
 PROMOTE = "console.promote_summary"
+REVIEW = "console.review_drift"
+OPEN_CASE = "console.open_drift_case"
 
 
 class HtmxHttpRequest(HttpRequest):

@@ -33,6 +33,7 @@ from ..summaries import (
 )
 from ..summarizers import PROMPT_VERSIONS, default_summarizer_name
 from . import (
+    OPEN_CASE,
     PROMOTE,
     RESUMMARIZE,
     VIEW,
@@ -265,6 +266,10 @@ def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "cases": cases_of(summary),
         "compare_a": compare_with(versions, this),
     }
+    if request.user.has_perm(OPEN_CASE) and summary.text:
+        from .drift import OpenCaseForm  # the drift pages build on this module
+
+        ctx["open_form"] = OpenCaseForm()
     return render(request, partial(request, "console/summary.html", "summary"), ctx)
 
 

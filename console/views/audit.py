@@ -1,9 +1,228 @@
-"""The audit log page (placeholder until it is written)."""
+"""The audit log: who changed what, newest first, filtered by actor, action, object and date. Read-only."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+import json
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import permission_required
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from ..display import shown
+from ..models import AuditEvent, Session
+from . import fragment, partial
+
+AUDIT = "console.view_auditevent"
+PAGE_SIZE = 50
+#: changed keys named in a row's one-line summary; the rest are in its details
+CHANGES_SHOWN = 3
+#: characters of one value in the one-line summary
+VALUE_CHARS = 60
+#: choices offered in the filter form's suggestion lists
+SUGGESTIONS = 500
+
+#: object_type as console.services.audit writes it (the model's lowercased name) -> the URL name of its page
+OBJECT_PAGES = {
+    "session": "session",
+    "compressionrun": "run",
+    "archive": "archive",
+    "summary": "summary",
+    "driftcase": "drift_case",
+    "message": "message",
+}
+OBJECT_LABELS = {
+    "session": gettext_lazy("session"),
+    "compressionrun": gettext_lazy("run"),
+    "archive": gettext_lazy("archive"),
+    "summary": gettext_lazy("summary"),
+    "driftcase": gettext_lazy("drift case"),
+    "message": gettext_lazy("message"),
+    "apikey": gettext_lazy("API key"),
+}
+#: what people type in the object filter -> object_type (after lower-casing and dropping "_", "-" and spaces)
+TYPE_ALIASES = {"run": "compressionrun", "case": "driftcase", "driftcases": "driftcase", "key": "apikey"}
 
 
+def object_type_of(text: str) -> str:
+    """``drift_case``, ``Drift case``, ``run``: the object_type the audit log stores for it."""
+    name = "".join(c for c in text.lower() if c not in "_- ")
+    return TYPE_ALIASES.get(name, name)
+
+
+def day_or_none(value: str | None) -> date | None:
+    try:
+        return date.fromisoformat(value.strip()) if value else None
+    except ValueError:
+        return None
+
+
+def day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """The filters, parsed leniently from GET (a value that does not parse is ignored).
+
+    ``actor`` matches the actor's name exactly (case-insensitive): an audit question is about one
+    person or one system part, and a substring would mix "bob" with "bobby". ``action`` is a prefix
+    ("drift_case." is every drift case action). ``obj`` is "type:id" or just "type". The date range
+    is inclusive, in the console's time zone.
+    """
+
+    actor: str = ""
+    action: str = ""
+    obj: str = ""
+    since: date | None = None
+    until: date | None = None
+
+    @classmethod
+    def parse(cls, params: QueryDict) -> AuditQuery:
+        return cls(
+            actor=params.get("actor", "").strip()[:150],
+            action=params.get("action", "").strip()[:64],
+            obj=params.get("object", "").strip()[:100],
+            since=day_or_none(params.get("since")),
+            until=day_or_none(params.get("until")),
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.actor or self.action or self.obj or self.since or self.until)
+
+    def apply(self, events: QuerySet[AuditEvent]) -> QuerySet[AuditEvent]:
+        if self.actor:
+            events = events.filter(actor_label__iexact=self.actor)
+        if self.action:
+            events = events.filter(action__startswith=self.action)
+        if self.obj:
+            kind, _, pk = self.obj.partition(":")
+            events = events.filter(object_type=object_type_of(kind))
+            if pk.strip():
+                events = events.filter(object_id=pk.strip())
+        if self.since:
+            events = events.filter(created_at__gte=day_start(self.since))
+        if self.until:
+            events = events.filter(created_at__lt=day_start(self.until + timedelta(days=1)))
+        return events.order_by("-created_at", "-id")
+
+    def params(self) -> str:
+        """This query as a URL query string (for the pager), empty values left out."""
+        values = {
+            "actor": self.actor,
+            "action": self.action,
+            "object": self.obj,
+            "since": self.since.isoformat() if self.since else "",
+            "until": self.until.isoformat() if self.until else "",
+        }
+        return urlencode({k: v for k, v in values.items() if v})
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def compact(value: Any) -> str:
+    """A value on one line, cut to ``VALUE_CHARS``, secrets masked; strings unquoted unless empty."""
+    text = value if isinstance(value, str) and value else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = shown(" ".join(text.split()))
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def pretty(value: Any) -> str:
+    """A whole before/after value as indented JSON, secrets masked ("" for none)."""
+    return "" if value is None else shown(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+def changes(before: Any, after: Any) -> list[tuple[str, str | None, str]]:
+    """``(key, old, new)`` for each top-level key that differs (old is None when the key is new)."""
+    old = before if isinstance(before, dict) else ({} if before is None else {"value": before})
+    new = after if isinstance(after, dict) else ({} if after is None else {"value": after})
+    found = []
+    for key in dict.fromkeys([*old, *new]):
+        if key in old and key in new and old[key] == new[key]:
+            continue
+        found.append((str(key), compact(old[key]) if key in old else None, compact(new.get(key))))
+    return found
+
+
+@dataclass
+class AuditRow:
+    event: AuditEvent
+    object_label: str
+    link: str
+    changes: list[tuple[str, str | None, str]]
+    more: int
+    before: str
+    after: str
+
+
+def object_link(event: AuditEvent) -> str:
+    name = OBJECT_PAGES.get(event.object_type)
+    if name == "message":
+        return reverse(name, args=[event.object_id])
+    return reverse(name, args=[int(event.object_id)]) if name and event.object_id.isdigit() else ""
+
+
+def audit_rows(events: list[AuditEvent]) -> list[AuditRow]:
+    """The page's events ready to show; sessions are named by key (one query for the page)."""
+    session_ids = {int(e.object_id) for e in events if e.object_type == "session" and e.object_id.isdigit()}
+    session_keys = dict(Session.objects.filter(pk__in=session_ids).values_list("pk", "key")) if session_ids else {}
+    rows = []
+    for event in events:
+        label = str(OBJECT_LABELS.get(event.object_type, event.object_type))
+        name = event.object_id[:12] if event.object_type == "message" else event.object_id
+        if event.object_type == "session" and event.object_id.isdigit():
+            name = session_keys.get(int(event.object_id), name)
+        found = changes(event.before, event.after)
+        rows.append(
+            AuditRow(
+                event=event,
+                object_label=f"{label} {name}",
+                link=object_link(event),
+                changes=found[:CHANGES_SHOWN],
+                more=max(0, len(found) - CHANGES_SHOWN),
+                before=pretty(event.before),
+                after=pretty(event.after),
+            )
+        )
+    return rows
+
+
+def suggestions(column: str) -> list[str]:
+    """The distinct values of ``column`` present, for the filter form's suggestion lists."""
+    values = AuditEvent.objects.order_by(column).values_list(column, flat=True).distinct()
+    return list(values[:SUGGESTIONS])
+
+
+# --------------------------------------------------------------------------- the page
+
+
+@require_GET
+@permission_required(AUDIT, raise_exception=True)
+@vary_on_headers("HX-Request")
 def audit_log(request: HttpRequest) -> HttpResponse:
-    raise NotImplementedError
+    query = AuditQuery.parse(request.GET)
+    page = Paginator(query.apply(AuditEvent.objects.all()), PAGE_SIZE).get_page(request.GET.get("page"))
+    ctx: dict[str, Any] = {
+        "query": query,
+        "page": page,
+        "rows": audit_rows(list(page.object_list)),
+        "page_params": query.params(),
+        "fragment": fragment(request),
+    }
+    if not ctx["fragment"]:
+        # only the full page shows the form
+        ctx["actions"] = suggestions("action")
+        ctx["actors"] = suggestions("actor_label")
+    return render(request, partial(request, "console/audit.html", "results"), ctx)

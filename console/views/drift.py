@@ -1,12 +1,449 @@
-"""Drift review pages (placeholder until they are written)."""
+"""Drift review: the queue of cases, one case (evidence side by side, review, comments, the fix), opening a case
+by hand from a summary, and the confirmed cases as a JSONL regression set."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import permission_required
+from django.contrib.auth.models import Permission
+from django.core.paginator import Paginator
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+
+from compression.messages import content_text
+
+from .. import drift, regression
+from ..display import render_markdown, shown
+from ..models import DriftCase, Summary
+from ..services import ServiceError
+from . import OPEN_CASE, REVIEW, VIEW, HtmxHttpRequest, fragment, load_messages, partial, reveal_requested, see_other
+from .archives import FINDING_KINDS, SEVERITIES, ResummarizeForm, provenance, source_link
+
+PAGE_SIZE = 50
+#: characters of context shown either side of a quoted passage
+CONTEXT = 220
+KIND_LABELS = {**FINDING_KINDS, "other": gettext_lazy("other")}
+LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+#: the review form offers the next statuses in this order (reopening last)
+STATUS_ORDER = ("confirmed", "dismissed", "resolved", "open")
+#: htmx event the case page listens to, to refresh its review panel
+CASE_CHANGED = "caseChanged"
 
 
-def _todo(request: HttpRequest, pk: int = 0) -> HttpResponse:
-    raise NotImplementedError
+# --------------------------------------------------------------------------- the queue
 
 
-open_case = queue = export = case_detail = update_case = comment = _todo
+@dataclass(frozen=True)
+class CaseQuery:
+    """The queue's filters, parsed leniently from GET (unknown values are ignored). By default: open cases."""
+
+    status: str = "open"
+    severity: str = ""
+    kind: str = ""
+    session: str = ""
+    #: a username, "me" or "none"
+    assignee: str = ""
+    #: "me": cases with a comment that mentions the viewer
+    mentions: str = ""
+
+    @classmethod
+    def parse(cls, params: QueryDict) -> CaseQuery:
+        def pick(name: str, allowed: Any, default: str = "") -> str:
+            value = params.get(name, default).strip()
+            return value if value in allowed else default
+
+        return cls(
+            status=pick("status", [*DriftCase.Status.values, "all"], "open"),
+            severity=pick("severity", SEVERITIES),
+            kind=pick("kind", KIND_LABELS),
+            session=params.get("session", "").strip()[:255],
+            assignee=params.get("assignee", "").strip()[:150],
+            mentions=pick("mentions", ("me",)),
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return self != CaseQuery()
+
+    def apply(self, cases: QuerySet[DriftCase], user: Any) -> QuerySet[DriftCase]:
+        if self.status != "all":
+            cases = cases.filter(status=self.status)
+        if self.severity:
+            cases = cases.filter(severity=self.severity)
+        if self.kind:
+            cases = cases.filter(kinds__contains=f",{self.kind},")
+        if self.session:
+            cases = cases.filter(session__key__icontains=self.session)
+        if self.assignee == "none":
+            cases = cases.filter(assignee=None)
+        elif self.assignee:
+            cases = cases.filter(assignee__username=user.get_username() if self.assignee == "me" else self.assignee)
+        if self.mentions:
+            cases = cases.filter(pk__in=DriftCase.objects.filter(drift.mentioning(user)).values("pk"))
+        return cases.order_by("-created_at", "-id")
+
+    def params(self) -> str:
+        values = {k: v for k, v in vars(self).items() if v and getattr(CaseQuery(), k) != v}
+        if self.status == "open":
+            values.pop("status", None)
+        return urlencode(values)
+
+
+def reviewers() -> QuerySet[Any]:
+    """Active users who may review drift cases (by group, by their own permission, or as superusers)."""
+    perm = Permission.objects.filter(content_type__app_label="console", codename="review_drift")
+    return (
+        get_user_model()
+        .objects.filter(Q(groups__permissions__in=perm) | Q(user_permissions__in=perm) | Q(is_superuser=True))
+        .filter(is_active=True)
+        .distinct()
+        .order_by("username")
+    )
+
+
+def labelled(case: DriftCase) -> DriftCase:
+    """Attach the translated labels the templates show."""
+    case.severity_label = SEVERITIES.get(case.severity, case.severity)  # type: ignore[attr-defined]
+    case.kind_labels = [KIND_LABELS.get(k, k) for k in case.kind_list]  # type: ignore[attr-defined]
+    return case
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def queue(request: HttpRequest) -> HttpResponse:
+    query = CaseQuery.parse(request.GET)
+    cases = query.apply(DriftCase.objects.select_related("session", "assignee", "summary"), request.user)
+    page = Paginator(cases.annotate(comment_count=Count("comments")), PAGE_SIZE).get_page(request.GET.get("page"))
+    ctx: dict[str, Any] = {
+        "query": query,
+        "page": page,
+        "rows": [labelled(c) for c in page.object_list],
+        "page_params": query.params(),
+        "fragment": fragment(request),
+        "statuses": DriftCase.Status.choices,
+        "severities": SEVERITIES,
+        "kinds": KIND_LABELS,
+    }
+    if not ctx["fragment"]:
+        ctx["reviewers"] = list(reviewers().values_list("username", flat=True)[:500])
+    return render(request, partial(request, "console/drift_queue.html", "results"), ctx)
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+def export(request: HttpRequest) -> StreamingHttpResponse:
+    """Confirmed and resolved cases as JSONL (secrets masked): the regression set ``replay_drift_cases`` reads."""
+    records = regression.export_cases(regression.exportable_cases())
+    lines = (json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="drift-regression-set.jsonl"'
+    return response
+
+
+# --------------------------------------------------------------------------- one case
+
+
+def passage(text: str, quote: str) -> dict[str, str] | None:
+    """``quote`` inside ``text`` with the rest of its line(s) around it (at most ``CONTEXT`` characters a side)."""
+    at = text.find(quote) if quote else -1
+    if at < 0:
+        return None
+    end_of_quote = at + len(quote)
+    start = max(text.rfind("\n", 0, at) + 1, at - CONTEXT)
+    line_end = text.find("\n", end_of_quote)
+    end = min(len(text) if line_end < 0 else line_end, end_of_quote + CONTEXT)
+    before = text[start:at]
+    if not start or text[start - 1] == "\n":
+        before = LIST_MARKER.sub("", before)  # the line's own Markdown bullet is not part of what it says
+    return {
+        "before": ("…" if start and text[start - 1] != "\n" else "") + before,
+        "match": quote,
+        "after": text[end_of_quote:end] + ("…" if end < len(text) and text[end] != "\n" else ""),
+    }
+
+
+def source_texts(case: DriftCase, reveal: bool) -> dict[int, dict[str, Any]]:
+    """The messages the findings quote, by index in the run input: ``{index: {"text", "role"}}`` (one query)."""
+    archive = case.summary.archive
+    wanted = {f.get("message_index") for f in case.findings} - {None}
+    keys: dict[int, str] = {}
+    for index in wanted:
+        if not isinstance(index, int):
+            continue
+        if archive.start <= index < archive.end:
+            keys[index] = archive.message_keys[index - archive.start]
+        elif archive.run_id is not None and 0 <= index < len(archive.run.input_keys):
+            keys[index] = archive.run.input_keys[index]
+    rows = load_messages(keys.values())
+    out = {}
+    for index, key in keys.items():
+        if key in rows:
+            data = rows[key][0]
+            out[index] = {"text": shown(content_text(data), reveal), "role": str(data.get("role", ""))}
+    return out
+
+
+def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
+    """Each finding as a pair: the archive's passage (with its message) and the summary's."""
+    sources = source_texts(case, reveal)
+    summary_text = shown(case.summary.text, reveal)
+    pairs = []
+    for finding in case.findings:
+        quoted = finding.get("evidence") or {}
+        original = shown(str(quoted.get("original") or ""), reveal)
+        said = shown(str(quoted.get("summary") or ""), reveal)
+        index = finding.get("message_index")
+        source = sources.get(index) if isinstance(index, int) else None
+        pairs.append(
+            {
+                "kind": finding.get("kind", ""),
+                "kind_label": KIND_LABELS.get(finding.get("kind", ""), finding.get("kind", "")),
+                "severity": finding.get("severity", ""),
+                "severity_label": SEVERITIES.get(finding.get("severity", ""), finding.get("severity", "")),
+                "detail": finding.get("detail", ""),
+                "manual": bool(finding.get("manual")),
+                "original": original,
+                "index": index,
+                "role": source["role"] if source else "",
+                "link": source_link(case.summary.archive, index),
+                "original_passage": passage(source["text"], original) if source else None,
+                "summary": said,
+                "summary_passage": passage(summary_text, said),
+            }
+        )
+    return pairs
+
+
+HISTORY_LABELS = {
+    "drift_case.open": gettext_lazy("opened the case"),
+    "drift_case.update": gettext_lazy("changed the review"),
+    "drift_case.comment": gettext_lazy("commented"),
+    "drift_case.resolve": gettext_lazy("resolved it by promoting a clean version"),
+}
+FIELD_LABELS = {
+    "status": gettext_lazy("status"),
+    "assignee": gettext_lazy("assignee"),
+    "verdict": gettext_lazy("verdict"),
+    "fixed_by": gettext_lazy("fixed by"),
+}
+
+
+def history_rows(case: DriftCase) -> list[dict[str, Any]]:
+    rows = []
+    for event in drift.history(case):
+        before, after = event.before or {}, event.after or {}
+        changes = [
+            {"field": FIELD_LABELS.get(name, name), "before": before.get(name), "after": after.get(name)}
+            for name in FIELD_LABELS
+            if name in after and before.get(name) != after.get(name)
+        ]
+        rows.append({"event": event, "label": HISTORY_LABELS.get(event.action, event.action), "changes": changes})
+    return rows
+
+
+class ReviewForm(forms.Form):
+    status = forms.ChoiceField(label=gettext_lazy("Status"), choices=DriftCase.Status.choices)
+    verdict = forms.CharField(
+        label=gettext_lazy("Verdict: why"),
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=gettext_lazy("Needed to confirm or dismiss: what the summary got wrong, or why it is fine."),
+    )
+
+
+class CommentForm(forms.Form):
+    quote = forms.CharField(
+        label=gettext_lazy("Quoted passage"),
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 2, "data-quote-target": ""}),
+        help_text=gettext_lazy("Select text in the evidence or the summary to quote it here."),
+    )
+    body = forms.CharField(
+        label=gettext_lazy("Comment"),
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=gettext_lazy("Mention a teammate with @username."),
+    )
+
+
+def get_case(pk: int) -> DriftCase:
+    return get_object_or_404(
+        DriftCase.objects.select_related("session", "assignee", "opened_by", "fixed_by", "summary__archive__run"),
+        pk=pk,
+    )
+
+
+def review_context(request: HttpRequest, case: DriftCase, **extra: Any) -> dict[str, Any]:
+    """The review panel: status, holder, verdict and the history of every change."""
+    return {
+        "case": labelled(case),
+        "review_form": extra.pop("review_form", None) or ReviewForm(initial={"status": case.status}),
+        "next_statuses": [s for s in STATUS_ORDER if s in DriftCase.TRANSITIONS[case.status]],
+        "reviewers": list(reviewers().values_list("username", flat=True)[:500]),
+        "history": history_rows(case),
+        **extra,
+    }
+
+
+def comments_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
+    comments = case.comments.select_related("author").prefetch_related("mentions")
+    return {"case": case, "comments": list(comments), "comment_form": CommentForm(), **extra}
+
+
+def fix_context(case: DriftCase, reveal: bool) -> dict[str, Any]:
+    """The fix in place: the archive's other versions (with their drift state) and a re-summarize form."""
+    archive = case.summary.archive
+    versions = list(archive.summaries.exclude(pk=case.summary_id).order_by("-created_at", "-id")[:10])
+    for v in versions:
+        v.serious = drift.serious(v.drift_findings or [])  # type: ignore[attr-defined]
+        v.promotable = v.status in (Summary.Status.DRAFT, Summary.Status.SUPERSEDED)  # type: ignore[attr-defined]
+    #: poll while a version is being written or checked, so its drift state shows up by itself
+    waiting = any(v.status == Summary.Status.PENDING or (v.text and not v.drift_checked_at) for v in versions)
+    return {"case": case, "archive": archive, "versions": versions, "form": ResummarizeForm(), "waiting": waiting}
+
+
+#: htmx requests for one region of the case page get that region (by HX-Target)
+CASE_PARTIALS = {"case-review": "review", "case-comments": "comments", "case-fix": "fix"}
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request", "HX-Target")
+def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    case = get_case(pk)
+    reveal = reveal_requested(request, case)
+    name = CASE_PARTIALS.get(request.htmx.target or "", "") if fragment(request) else ""
+    ctx: dict[str, Any] = {"case": labelled(case), "reveal": reveal}
+    if name in ("", "review"):
+        ctx |= review_context(request, case)
+    if name in ("", "comments"):
+        ctx |= comments_context(case)
+    if name in ("", "fix"):
+        ctx |= fix_context(case, reveal)
+    if not name:
+        summary = case.summary
+        ctx |= {
+            "summary": summary,
+            "archive": summary.archive,
+            "pairs": evidence(case, reveal),
+            "html": render_markdown(summary.text, reveal) if summary.text else "",
+            "prov": provenance(summary, reveal),
+        }
+    return render(request, f"console/drift_case.html#{name}" if name else "console/drift_case.html", ctx)
+
+
+def _answer(request: HtmxHttpRequest, case: DriftCase, template: str, ctx: dict[str, Any], status: int) -> HttpResponse:
+    """After a POST: the changed region for htmx, else back to the case page (errors as a flash message)."""
+    if request.htmx:
+        response = render(request, template, ctx, status=status)
+        return trigger_client_event(response, CASE_CHANGED) if status == 200 else response
+    if status != 200:
+        messages.error(request, ctx.get("error", ""))
+    return see_other(reverse("drift_case", args=[case.pk]))
+
+
+@require_POST
+@permission_required(REVIEW, raise_exception=True)
+def update_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Claim, assign, or change status and verdict (``action`` says which)."""
+    case = get_case(pk)
+    action = request.POST.get("action", "")
+    changes: dict[str, Any] = {}
+    form = None
+    if action == "claim":
+        changes["claim"] = True
+    elif action == "assign":
+        changes["assignee"] = request.POST.get("assignee", "")
+    else:
+        form = ReviewForm(request.POST)
+        if form.is_valid():
+            changes = {"status": form.cleaned_data["status"], "verdict": form.cleaned_data["verdict"]}
+    error, status = "", 200
+    if form is not None and not form.is_valid():
+        error, status = _("Pick a status."), 422
+    else:
+        try:
+            case = drift.update_drift_case(case.pk, changes, request.user)
+        except ServiceError as exc:
+            error, status = str(exc), exc.status
+    case = get_case(pk)
+    ctx = review_context(request, case, review_form=form if status != 200 else None, error=error)
+    return _answer(request, case, "console/drift_case.html#review", ctx, status)
+
+
+@require_POST
+@permission_required(REVIEW, raise_exception=True)
+def comment(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    case = get_case(pk)
+    form = CommentForm(request.POST)
+    error, status = "", 200
+    if form.is_valid():
+        try:
+            drift.add_comment(case, form.cleaned_data["body"], form.cleaned_data["quote"], request.user)
+        except ServiceError as exc:
+            error, status = str(exc), exc.status
+    else:
+        error, status = _("Write a comment first."), 422
+    ctx = comments_context(case, error=error)
+    if status != 200:
+        ctx["comment_form"] = form
+    return _answer(request, case, "console/drift_case.html#comments", ctx, status)
+
+
+# --------------------------------------------------------------------------- opening a case by hand
+
+
+class OpenCaseForm(forms.Form):
+    quote = forms.CharField(
+        label=gettext_lazy("The passage in question"),
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 3, "data-quote-target": ""}),
+        help_text=gettext_lazy("Select it in the summary text, or paste it as shown."),
+    )
+    kind = forms.ChoiceField(label=gettext_lazy("Kind"), choices=list(KIND_LABELS.items()), initial="other")
+    severity = forms.ChoiceField(label=gettext_lazy("Severity"), choices=list(SEVERITIES.items()), initial="medium")
+    note = forms.CharField(
+        label=gettext_lazy("What is wrong"),
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+
+@require_POST
+@permission_required(OPEN_CASE, raise_exception=True)
+def open_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    summary = get_object_or_404(Summary.objects.select_related("archive"), pk=pk)
+    form = OpenCaseForm(request.POST)
+    error = ""
+    if form.is_valid():
+        try:
+            case = drift.open_case(summary.pk, **form.cleaned_data, user=request.user)
+        except ServiceError as exc:
+            error = str(exc)
+        else:
+            url = reverse("drift_case", args=[case.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else see_other(url)
+    ctx = {"summary": summary, "open_form": form, "open_error": error}
+    if request.htmx:
+        return render(request, "console/_open_case.html", ctx, status=422)
+    messages.error(request, error or _("The case was not opened: check the form."))
+    return see_other(reverse("summary", args=[summary.pk]) + "#open-case")

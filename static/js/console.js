@@ -84,4 +84,23 @@
     if (box) box.hidden = true;
   });
   document.addEventListener("DOMContentLoaded", reveal);
+
+  /* selecting text inside [data-quotable] (a summary, drift evidence) quotes it into the page's
+     [data-quote-target] field: the passage a drift case or a comment is about */
+  function quoteSelection() {
+    var selection = window.getSelection();
+    var text = selection ? selection.toString().trim() : "";
+    if (!text || !selection.anchorNode) return;
+    var node = selection.anchorNode.nodeType === 1 ? selection.anchorNode : selection.anchorNode.parentElement;
+    if (!node || !node.closest("[data-quotable]")) return;
+    var field = document.querySelector("[data-quote-target]");
+    if (!field) return;
+    field.value = text;
+    for (var el = field; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS") el.open = true;
+    }
+    field.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+  document.addEventListener("mouseup", quoteSelection);
+  document.addEventListener("keyup", function (event) { if (event.shiftKey) quoteSelection(); });
 })();

@@ -80,7 +80,7 @@ def test_it_authenticates_the_api_with_the_printed_key_until_revoked(client):
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        (["--name", "x", "--role", "admin"], "unknown role 'admin'; valid roles: viewer, operator, reviewer"),
+        (["--name", "x", "--role", "root"], "unknown role 'root'; valid roles: viewer, operator, reviewer, admin"),
         (["--name", "x"], "--role is required: one of viewer, operator, reviewer"),
         (["--name", "", "--role", "viewer"], "must not be empty"),
         (["--name", "   ", "--role", "viewer"], "must not be empty"),

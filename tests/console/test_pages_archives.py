@@ -10,9 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from compression.messages import messages_sha256
+from console.drift import check_summary_drift
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, Summary
 from console.services import ImportedSession, create_session
-from console.summaries import check_summary_drift, execute_resummarize
+from console.summaries import execute_resummarize
 from tests.console.factories import HX, SECRET, compress_now, html_of, sample_session
 
 

@@ -12,8 +12,9 @@ from django.test.utils import CaptureQueriesContext
 
 from compression.summary_message import parse_summary_message
 from console import runs
+from console.drift import check_summary_drift
 from console.models import Archive, AuditEvent, Message, Session, Summary
-from console.summaries import check_summary_drift, execute_resummarize, request_resummarize
+from console.summaries import execute_resummarize, request_resummarize
 from tests.console.factories import HX, SECRET, html_of
 
 

@@ -21,15 +21,10 @@ from compression.messages import message_sha256, messages_sha256
 from compression.types import SummaryOutcome, SummaryRequest
 from console import runs
 from console.celery import tasks_inline
+from console.drift import check_summary_drift
 from console.models import Archive, CompressionRun, Message, Session, SummarizerCooldown, Summary
 from console.services import InvalidSession, append_messages
-from console.summaries import (
-    ArchiveCorrupted,
-    archive_messages,
-    check_summary_drift,
-    execute_resummarize,
-    request_resummarize,
-)
+from console.summaries import ArchiveCorrupted, archive_messages, execute_resummarize, request_resummarize
 from tests.console.factories import SMALL_WINDOW, sample_session
 
 CODING = "coding_export_job.json"

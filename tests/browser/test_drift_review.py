@@ -1,0 +1,167 @@
+"""Drift review end to end, in headless Chromium against a live server and a real Celery worker.
+
+The fake OpenAI-compatible model on loopback writes a summary that inverts the user's "don't deploy";
+the worker's drift check opens a case by itself; a reviewer (who is also an operator) finds it in the
+queue, claims it, confirms it with a reason, comments with a quote and a mention, re-summarizes with the
+offline (faithful) summarizer and promotes the new version; the case resolves, and the audit log shows
+every step. Screenshots of the queue and the case page go to artifacts/screenshots/, in English and Chinese.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from playwright.sync_api import Page, expect
+
+from console import runs
+from console.models import AuditEvent, CompressionRun, DriftCase, Summary
+from tests.console.factories import SMALL_WINDOW, sample_session
+from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
+from tests.fakes.openai_server import Behaviour, FakeOpenAIServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "a-long-test-password"
+TIMEOUT = 45_000  # ms: the file broker polls once a second
+#: what the model answers: the user said "Try BATCH=5000, but don't deploy; just run the job locally."
+DRIFTED = (
+    "## Decisions\n- Reduce the export batch size to BATCH=5000 and deploy the job to production now.\n\n"
+    "## Progress and next steps\n- The dry run passes."
+)
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup: None, model: FakeOpenAIServer) -> Iterator[None]:
+    queue = unique_queue()
+    with celery_worker(worker_env(model), queue), default_queue(queue):
+        yield
+
+
+def user(name: str, *roles: str) -> User:
+    made = User.objects.create_user(name, password=PASSWORD)
+    made.groups.add(*Group.objects.filter(name__in=roles))
+    return made
+
+
+def log_in(page: Page, base: str, username: str) -> None:
+    page.goto(f"{base}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.get_by_role("heading", name=re.compile("Sessions|会话"))).to_be_visible()
+
+
+def test_a_drifted_summary_is_caught_reviewed_and_fixed(
+    live_server: Any, page: Page, screenshot: Any, worker: None, model: FakeOpenAIServer, settings: Any
+) -> None:
+    settings.OPENAI_BASE_URL = model.base_url  # the live server offers the same summarizers as the worker
+    settings.OPENAI_API_KEY = "test"
+    model.reset()
+    model.script(default=Behaviour(kind="ok", text=DRIFTED))
+    reviewer = user("li.reviewer", "reviewer", "operator")
+    user("wang", "reviewer")
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.set_default_timeout(TIMEOUT)
+    base = live_server.url
+
+    # a compression in the worker; the model drifts; the drift check opens a case by itself
+    session = sample_session()
+    run, _ = runs.request_compression(session.key, config=SMALL_WINDOW)
+    wait_until(
+        lambda: CompressionRun.objects.get(pk=run.pk).status, lambda s: s not in ("queued", "running"), 60, "run"
+    )
+    case = wait_until(lambda: DriftCase.objects.filter(session=session).first(), bool, 60, "the drift case")
+    assert case.opened_by is None and "constraint_inverted" in case.kind_list and case.severity == "high"
+    bad = case.summary
+
+    # the queue
+    log_in(page, base, reviewer.username)
+    page.get_by_role("link", name=re.compile("Drift review")).click()
+    row = page.locator(f"#case-{case.pk}")
+    expect(row).to_contain_text("constraint inverted")
+    expect(row).to_contain_text("unassigned")
+    page.select_option("select[name=severity]", "high")
+    expect(page).to_have_url(re.compile(r"severity=high"))
+    expect(row).to_be_visible()
+    screenshot("drift-1-queue-en")
+
+    # the case: evidence side by side, claim, confirm with a reason
+    row.get_by_role("link", name=f"Case #{case.pk}").click()
+    expect(page.get_by_role("heading", name=re.compile(f"Drift case #{case.pk}"))).to_be_visible()
+    pair = page.locator(".evidence-pair").first
+    expect(pair.locator(".pane.original mark")).to_contain_text("don't deploy")
+    expect(pair.locator(".pane.summary mark")).to_contain_text("deploy the job to production now")
+    page.get_by_role("button", name="Claim").click()
+    expect(page.locator("#case-review .holder")).to_have_text(reviewer.username)
+    page.select_option(f"#status-{case.pk}", "confirmed")
+    page.fill("#case-review textarea[name=verdict]", "The user said not to deploy; the summary says deploy now.")
+    page.locator("#case-review").get_by_role("button", name="Save").click()
+    expect(page.locator("#case-review .review-state")).to_contain_text("confirmed")
+    expect(page.locator("#case-review .history")).to_contain_text("open → confirmed")
+
+    # a comment quoting a passage selected in the evidence, mentioning a teammate
+    pair.locator(".pane.summary mark").select_text()
+    page.locator(".pane.summary").dispatch_event("mouseup")
+    expect(page.locator("#case-comments textarea[name=quote]")).to_have_value(re.compile("deploy the job"))
+    page.fill("#case-comments textarea[name=body]", "@wang the prohibition became an instruction")
+    page.get_by_role("button", name="Comment").click()
+    expect(page.locator("#case-comments .comment")).to_contain_text("@wang")
+    expect(page.locator("#case-comments .quoted")).to_contain_text("deploy the job")
+    screenshot("drift-2-case-en")
+
+    # the fix in place: re-summarize with the offline summarizer, then promote the clean version
+    page.select_option("#id_summarizer", "extractive")
+    page.get_by_role("button", name="Re-summarize").click()
+    expect(page.locator("#resummarize .progress-box.state-draft")).to_contain_text("New version ready")
+    fixed = Summary.objects.exclude(pk=bad.pk).get(archive=bad.archive)
+    version = page.locator("#case-fix li", has_text=fixed.summary_id)
+    expect(version).to_contain_text("no serious drift")
+    version.get_by_role("link", name="Promote…").click()
+    page.get_by_role("button", name="Promote this version").click()
+    expect(page.locator("#promote-region")).to_contain_text("Promoted")
+    expect(page.locator("#case-review .review-state")).to_contain_text("resolved")
+    expect(page.locator("#case-review")).to_contain_text(f"Fixed by promoting {fixed.summary_id}")
+    screenshot("drift-3-case-resolved-en")
+
+    case.refresh_from_db()
+    assert case.status == "resolved" and case.fixed_by_id == fixed.pk and case.assignee == reviewer
+    fixed.refresh_from_db()
+    assert fixed.status == "active"
+
+    # the audit log shows each step, in order
+    admin = Client()
+    admin.force_login(user("auditor", "admin"))
+    html = admin.get("/audit/", {"object": f"driftcase:{case.pk}"}).content.decode()
+    for action in ("drift_case.open", "drift_case.update", "drift_case.comment", "drift_case.resolve"):
+        assert action in html, action
+    steps = list(
+        AuditEvent.objects.filter(object_type__in=["driftcase", "summary"])
+        .order_by("created_at", "id")
+        .values_list("action", flat=True)
+    )
+    assert [s for s in steps if s != "drift_case.update"][:1] == ["drift_case.open"]
+    order = ["drift_case.open", "drift_case.update", "drift_case.comment", "summary.resummarize", "summary.promote"]
+    assert [steps.index(a) for a in order] == sorted(steps.index(a) for a in order)
+    assert steps.index("drift_case.resolve") > steps.index("summary.promote") - 1
+
+    # the same pages in Chinese
+    page.context.add_cookies([{"name": "django_language", "value": "zh-hans", "url": base}])
+    page.goto(f"{base}/drift/?status=all")
+    expect(page.locator(f"#case-{case.pk}")).to_be_visible()
+    screenshot("drift-4-queue-zh")
+    page.goto(f"{base}/drift/{case.pk}/")
+    expect(page.locator(".evidence-pair").first).to_be_visible()
+    screenshot("drift-5-case-zh")
+    assert not errors, errors
