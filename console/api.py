@@ -27,7 +27,7 @@ from ninja.security import HttpBearer, django_auth
 from . import drift, runs, schemas, summaries
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from .services import ImportedSession, NotFound, ServiceError, append_messages, create_session
-from .views.audit import AuditQuery
+from .views.audit_log import AuditQuery
 
 # --------------------------------------------------------------------------- plumbing
 

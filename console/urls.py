@@ -6,7 +6,7 @@ from django.views.i18n import set_language
 
 from .api import api
 from .views import archives, dashboard, drift, health, messages, runs, sessions
-from .views.audit import audit_log
+from .views.audit_log import audit_log
 
 urlpatterns = [
     path("", sessions.session_list, name="home"),

@@ -75,6 +75,27 @@ FINDING_KINDS = {
     "hedge_lost": gettext_lazy("uncertainty lost"),
 }
 SEVERITIES = {"high": gettext_lazy("high"), "medium": gettext_lazy("medium"), "low": gettext_lazy("low")}
+#: what the library's drift checks write as a finding's detail, translated for the page (others are shown as is)
+DETAILS = {
+    "the summary states the constrained action without its negation": gettext_lazy(
+        "the summary states the constrained action without its negation"
+    ),
+    "the summary negates a requirement": gettext_lazy("the summary negates a requirement"),
+    "an approval became a refusal": gettext_lazy("an approval became a refusal"),
+    "no restatement found": gettext_lazy("no restatement found"),
+    "approval lost": gettext_lazy("approval lost"),
+    "a prohibition or approval no user gave": gettext_lazy("a prohibition or approval no user gave"),
+    "a pinned constraint or approval that is not in the originals": gettext_lazy(
+        "a pinned constraint or approval that is not in the originals"
+    ),
+    "an identifier the user gave is not in the summary": gettext_lazy(
+        "an identifier the user gave is not in the summary"
+    ),
+    "an identifier that appears nowhere in the originals": gettext_lazy(
+        "an identifier that appears nowhere in the originals"
+    ),
+    "an uncertain statement became a certain one": gettext_lazy("an uncertain statement became a certain one"),
+}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -204,7 +225,7 @@ def shown_findings(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
                 "severity_label": SEVERITIES.get(finding.get("severity") or "", finding.get("severity") or ""),
                 "original": shown(str(evidence.get("original") or ""), reveal),
                 "summary": shown(str(evidence.get("summary") or ""), reveal),
-                "detail": finding.get("detail") or "",
+                "detail": DETAILS.get(finding.get("detail") or "", finding.get("detail") or ""),
                 "index": index,
                 "link": source_link(summary.archive, index),
                 "key": finding_key(finding),

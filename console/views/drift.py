@@ -32,7 +32,7 @@ from ..display import render_markdown, shown
 from ..models import DriftCase, Summary
 from ..services import ServiceError
 from . import OPEN_CASE, REVIEW, VIEW, HtmxHttpRequest, fragment, load_messages, partial, reveal_requested, see_other
-from .archives import FINDING_KINDS, SEVERITIES, ResummarizeForm, provenance, source_link
+from .archives import DETAILS, FINDING_KINDS, SEVERITIES, ResummarizeForm, provenance, source_link
 
 PAGE_SIZE = 50
 #: characters of context shown either side of a quoted passage
@@ -216,7 +216,7 @@ def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
                 "kind_label": KIND_LABELS.get(finding.get("kind", ""), finding.get("kind", "")),
                 "severity": finding.get("severity", ""),
                 "severity_label": SEVERITIES.get(finding.get("severity", ""), finding.get("severity", "")),
-                "detail": finding.get("detail", ""),
+                "detail": DETAILS.get(finding.get("detail", ""), finding.get("detail", "")),
                 "manual": bool(finding.get("manual")),
                 "original": original,
                 "index": index,
@@ -244,12 +244,20 @@ FIELD_LABELS = {
 }
 
 
+STATUS_LABELS = dict(DriftCase.Status.choices)
+
+
+def _value(name: str, state: dict[str, Any]) -> Any:
+    value = state.get(name)
+    return STATUS_LABELS.get(str(value), value) if name == "status" else value
+
+
 def history_rows(case: DriftCase) -> list[dict[str, Any]]:
     rows = []
     for event in drift.history(case):
         before, after = event.before or {}, event.after or {}
         changes = [
-            {"field": FIELD_LABELS.get(name, name), "before": before.get(name), "after": after.get(name)}
+            {"field": FIELD_LABELS.get(name, name), "before": _value(name, before), "after": _value(name, after)}
             for name in FIELD_LABELS
             if name in after and before.get(name) != after.get(name)
         ]

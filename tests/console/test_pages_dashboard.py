@@ -418,7 +418,7 @@ def test_it_keeps_svg_coordinates_unlocalized(as_viewer, settings):
     for value in re.findall(r' (?:x|y|width|height)="([^"]*)"', saved):
         assert re.fullmatch(r"[0-9.]+", value), value
     # tooltips write numbers as the page does in this language
-    assert bar_titles(saved)[-1].endswith(f": {figure(html, 'tokens-saved')} tokens saved")
+    assert figure(html, "tokens-saved") in bar_titles(saved)[-1]
 
 
 # --------------------------------------------------------------------------- chart geometry
