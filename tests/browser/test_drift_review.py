@@ -140,6 +140,23 @@ def test_a_drifted_summary_is_caught_reviewed_and_fixed(
     fixed.refresh_from_db()
     assert fixed.status == "active"
 
+    # a case opened by hand: select a passage of the new summary, say what is wrong
+    page.goto(f"{base}/summaries/{fixed.pk}/")
+    passage = page.locator("article.summary-text li").first
+    passage.select_text()
+    page.locator("article.summary-text").dispatch_event("mouseup")
+    quoted = page.locator("#open-case textarea[name=quote]")
+    expect(quoted).to_be_visible()  # the form's <details> opened by itself
+    expect(quoted).not_to_have_value("")
+    page.select_option("#open-case select[name=kind]", "hedge_lost")
+    page.fill("#open-case textarea[name=note]", "sounds more certain than the user was")
+    screenshot("drift-6-open-by-hand-en")
+    page.get_by_role("button", name="Open a drift case").click()
+    expect(page).to_have_url(re.compile(r"/drift/\d+/$"))
+    by_hand = DriftCase.objects.exclude(pk=case.pk).get()
+    assert by_hand.opened_by == reviewer and by_hand.summary_id == fixed.pk and by_hand.kind_list == ["hedge_lost"]
+    expect(page.locator(".case-origin")).to_contain_text(f"Opened by hand by {reviewer.username}")
+
     # the audit log shows each step, in order
     admin = Client()
     admin.force_login(user("auditor", "admin"))
