@@ -23,6 +23,7 @@ from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
 
+
 class ArchiveCorrupted(ServiceError):
     """Stored originals no longer match their checksum: never used silently."""
 

@@ -31,7 +31,18 @@ from .. import drift, regression
 from ..display import render_markdown, shown
 from ..models import DriftCase, Summary
 from ..services import ServiceError
-from . import OPEN_CASE, REVIEW, VIEW, HtmxHttpRequest, fragment, load_messages, partial, reveal_requested, see_other
+from . import (
+    OPEN_CASE,
+    REVIEW,
+    VIEW,
+    HtmxHttpRequest,
+    choice,
+    fragment,
+    load_messages,
+    partial,
+    reveal_requested,
+    see_other,
+)
 from .archives import DETAILS, FINDING_KINDS, SEVERITIES, ResummarizeForm, provenance, source_link
 
 PAGE_SIZE = 50
@@ -63,17 +74,13 @@ class CaseQuery:
 
     @classmethod
     def parse(cls, params: QueryDict) -> CaseQuery:
-        def pick(name: str, allowed: Any, default: str = "") -> str:
-            value = params.get(name, default).strip()
-            return value if value in allowed else default
-
         return cls(
-            status=pick("status", [*DriftCase.Status.values, "all"], "open"),
-            severity=pick("severity", SEVERITIES),
-            kind=pick("kind", KIND_LABELS),
+            status=choice(params, "status", [*DriftCase.Status.values, "all"], "open"),
+            severity=choice(params, "severity", SEVERITIES),
+            kind=choice(params, "kind", KIND_LABELS),
             session=params.get("session", "").strip()[:255],
             assignee=params.get("assignee", "").strip()[:150],
-            mentions=pick("mentions", ("me",)),
+            mentions=choice(params, "mentions", ("me",)),
         )
 
     @property

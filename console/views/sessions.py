@@ -33,6 +33,7 @@ from . import (
     COMPRESS,
     VIEW,
     HtmxHttpRequest,
+    choice,
     focus_topic_field,
     fragment,
     int_or_none,
@@ -96,20 +97,16 @@ class SessionQuery:
 
     @classmethod
     def parse(cls, params: QueryDict) -> SessionQuery:
-        def pick(name: str, allowed: Any, default: str = "") -> str:
-            value = params.get(name, default).strip()
-            return value if value in allowed else default
-
-        sort = pick("sort", SORTS, "updated")
+        sort = choice(params, "sort", SORTS, "updated")
         return cls(
             q=params.get("q", "").strip()[:200],
-            scope=pick("scope", ("all", "key"), "all"),
-            compressed=pick("compressed", ("yes", "no")),
-            drift=pick("drift", ("open", "none")),
+            scope=choice(params, "scope", ("all", "key"), "all"),
+            compressed=choice(params, "compressed", ("yes", "no")),
+            drift=choice(params, "drift", ("open", "none")),
             status=params.get("status", "").strip()[:32],
             channel=params.get("channel", "").strip()[:64],
             sort=sort,
-            order=pick("order", ("asc", "desc"), "asc" if sort == "key" else "desc"),
+            order=choice(params, "order", ("asc", "desc"), "asc" if sort == "key" else "desc"),
         )
 
     @property

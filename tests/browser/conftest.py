@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.console.workers import celery_worker, default_queue, unique_queue, worker_env
+from tests.fakes.openai_server import FakeOpenAIServer
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -43,3 +47,18 @@ def screenshot(page):
         return path
 
     return take
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeOpenAIServer]:
+    """The fake OpenAI-compatible model on loopback, shared by a module's tests (``reset()`` it in each)."""
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup: None, model: FakeOpenAIServer) -> Iterator[None]:
+    """A real Celery worker on a queue of its own, summarizing with ``model``; what the tests send goes to it."""
+    queue = unique_queue()
+    with celery_worker(worker_env(model, SUMMARY_TIMEOUT="20"), queue), default_queue(queue):
+        yield

@@ -10,56 +10,27 @@ every step. Screenshots of the queue and the case page go to artifacts/screensho
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.test import Client
 from playwright.sync_api import Page, expect
 
 from console import runs
 from console.models import AuditEvent, CompressionRun, DriftCase, Summary
+from tests.browser.accounts import log_in, user
 from tests.console.factories import SMALL_WINDOW, sample_session
-from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
+from tests.console.workers import wait_until
 from tests.fakes.openai_server import Behaviour, FakeOpenAIServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "a-long-test-password"
 TIMEOUT = 45_000  # ms: the file broker polls once a second
 #: what the model answers: the user said "Try BATCH=5000, but don't deploy; just run the job locally."
 DRIFTED = (
     "## Decisions\n- Reduce the export batch size to BATCH=5000 and deploy the job to production now.\n\n"
     "## Progress and next steps\n- The dry run passes."
 )
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup: None, model: FakeOpenAIServer) -> Iterator[None]:
-    queue = unique_queue()
-    with celery_worker(worker_env(model), queue), default_queue(queue):
-        yield
-
-
-def user(name: str, *roles: str) -> User:
-    made = User.objects.create_user(name, password=PASSWORD)
-    made.groups.add(*Group.objects.filter(name__in=roles))
-    return made
-
-
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.get_by_role("heading", name=re.compile("Sessions|会话"))).to_be_visible()
 
 
 def test_a_drifted_summary_is_caught_reviewed_and_fixed(

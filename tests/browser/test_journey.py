@@ -9,49 +9,19 @@ Screenshots of every page go to artifacts/screenshots/, in English and Chinese.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page, expect
 
 from console.models import CompressionRun, Session, Summary
+from tests.browser.accounts import log_in, user
 from tests.console.factories import sample_session
-from tests.console.workers import celery_worker, default_queue, unique_queue, worker_env
-from tests.fakes.openai_server import Behaviour, FakeOpenAIServer
+from tests.fakes.openai_server import Behaviour
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "a-long-test-password"
 TIMEOUT = 45_000  # ms: the file broker polls once a second; the model answers after 1.5 s
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup: None, model: FakeOpenAIServer) -> Iterator[None]:
-    queue = unique_queue()
-    with celery_worker(worker_env(model, SUMMARY_TIMEOUT="20"), queue), default_queue(queue):
-        yield
-
-
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.get_by_role("heading", name=re.compile("Sessions|会话"))).to_be_visible()
-
-
-def operator(name: str = "operator1") -> User:
-    user = User.objects.create_user(name, password=PASSWORD)
-    user.groups.add(Group.objects.get(name="operator"))
-    return user
 
 
 def test_the_operator_journey(live_server: Any, page: Page, screenshot: Any, worker: None, model, settings) -> None:
@@ -60,7 +30,7 @@ def test_the_operator_journey(live_server: Any, page: Page, screenshot: Any, wor
     model.reset()
     model.script(default=Behaviour(kind="slow", delay=1.5))
     session = sample_session()
-    operator()
+    user("operator1", "operator")
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.set_default_timeout(TIMEOUT)
