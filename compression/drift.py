@@ -5,23 +5,30 @@ Findings:
 - ``constraint_dropped`` (high): a user constraint is in neither the prose nor the pinned facts;
 - ``constraint_inverted`` (high): the prose states the constrained action without its negation as
   something requested, planned or done ("先不要修改 X" -> "用户要求修改 X"), even if the pinned facts
-  still quote the constraint, or negates an approval;
+  still quote the constraint; negates a requirement or an approval ("not approved yet"); or reports a
+  number past a bound the user set ("never below 3 replicas" -> "scaled down to 2");
 - ``constraint_fabricated`` (medium): a prohibition or approval in the summary that no user gave;
-- ``identifier_missing`` (medium/low): an identifier a user gave (path, ticket, train number, version, hash)
-  is nowhere in the summary;
-- ``identifier_fabricated`` (medium): an identifier in the summary that appears nowhere in the originals;
+- ``identifier_missing`` (medium/low): an identifier a user gave (path, ticket, train or room number, version,
+  hash, error code, ``function()``, a number with its unit), or a ticket/version/error code the assistant
+  reported (low), is nowhere in the summary;
+- ``identifier_fabricated`` (medium/low): an identifier in the summary that appears nowhere in the originals;
+  a number with its unit that no message holds (medium in a restated limit, else low: it may be derived);
 - ``hedge_lost`` (medium): "suspected missing dependency" became "missing dependency".
 
-Matching is by key terms (words, crudely stemmed, and CJK character bigrams)
-after removing the cue words (negations, hedges, request verbs), so a faithful
-paraphrase matches its original and the presence or absence of a cue decides.
+Matching is by key terms (words, crudely stemmed, and CJK characters and bigrams) after
+mapping common synonyms to one word ("touch"/"edit" -> modify, "清理"/"删掉" -> 删除,
+"roll back" -> rollback) and removing the cue words (negations, hedges, request verbs), so a
+faithful paraphrase matches its original and the presence or absence of a cue decides.
+Negation is judged per clause: "imports updated in notebooks/ too, so nothing uses the old
+name" does not negate the update. A short approval ("yes, go ahead", "订吧") is read with the
+proposal it answers.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .facts import (
@@ -71,47 +78,215 @@ class DriftFinding:
 
 # ---------------------------------------------------------------- cues
 
+# any negation or restriction: what makes a sentence a restatement of a constraint rather than its opposite
 _NEG_EN = re.compile(
-    r"\b(?:not|no|never|none|nothing|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|mustn'?t|shouldn'?t|isn'?t"
-    r"|aren'?t|avoid\w*|without|forb[ia]d\w*|prohibit\w*|ban(?:s|ned)?|refrain\w*|off-limits|untouched|unchanged"
-    r"|read-only|hold\s+off|only|until|unless|pending|must|always|at\s+most|at\s+least|limit\w*|max(?:imum)?"
-    r"|keep|leave|preserve|restrict\w*|disallow\w*|reject\w*|declin\w*)\b"
+    r"\b(?:not|no|never|none|nothing|neither|nor|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|mustn'?t|shouldn'?t|isn'?t"
+    r"|aren'?t|wasn'?t|weren'?t|haven'?t|hasn'?t|hadn'?t|couldn'?t|wouldn'?t|avoid\w*|without|forb[ia]d\w*"
+    r"|prohibit\w*|ban(?:s|ned)?|refrain\w*|off-limits|untouched|unchanged|intact|alone|read-only|hold\s+off"
+    r"|only|until|unless|pending|before|must|always|at\s+most|at\s+least|limit(?:s|ed)?\s+(?:to|at)"
+    r"|cap(?:s|ped)?\s+(?:at|to)|max(?:imum)?|keep|kept|leave|left\s+(?:as|alone|untouched|unchanged)"
+    r"|preserv\w*|restrict\w*|disallow\w*|reject\w*|declin\w*|exclud\w*|requir\w*|stay(?:s|ed|ing)?"
+    r"|remain(?:s|ed|ing)?|await\w*|wait(?:s|ed|ing)?\s+(?:for|until|on)|yet\s+to|as\s+(?:it\s+is|they\s+are|is))\b"
     r"|\bn't\b",
     re.I,
 )
+_BIE = r"(?<![特区类分个识级告性差辨鉴离])别(?![人的处名])"
+# 不 except in words that are no negation (不过 "but", 不同 "different", 不稳定 "unstable" ...)
+_NOT_ZH = r"不(?!过|错|少|同|断|久|仅|但|稳|一致|足|够|满|良|便|适|正常|兼容|如|然|管|论|止|确定|清楚"
 _NEG_ZH = re.compile(
-    r"不(?!过|错|少|同|断|久|仅|但)|别(?![人的处名])|禁止|严禁|勿|未经|暂缓|暂不|没有|无需|不必|只能|只|仅|必须|务必|一定|"
-    r"最多|至少|以内|上限|保持|维持|保留|原样|拒绝|否决|之前|等.{0,8}确认"
+    _NOT_ZH + r")|" + _BIE + r"|禁止|严禁|勿|未经|暂缓|暂不|没(?!问题|事|关系)|尚未|还没"
+    r"|未(?!来|知|必)(?![\u4e00-\u9fff]{1,6}的)|无需|不必|只能|只|仅|必须|务必|一定|最多|至少|以内|上限|保持|维持|保留|原样|拒绝|否决|之前|排除|才"
+    r"|等.{0,12}(?:确认|再|才|之后|以后)|后再|不少于|不低于|不超过|不高于"
 )
+# prohibition cues proper (not / never / 不要), as opposed to requirement cues (only / 必须)
+_HARD_NEG_EN = re.compile(
+    r"\b(?:not|no|never|neither|nor|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|mustn'?t|shouldn'?t|avoid\w*"
+    r"|without|forb[ia]d\w*|prohibit\w*|refrain\w*|stop)\b|n't\b",
+    re.I,
+)
+_HARD_NEG_ZH = re.compile(_NOT_ZH + r"|超过|高于|低于|少于)|" + _BIE + r"|禁止|严禁|勿|未经|暂缓|没有|无需|不必")
+
+
 _REQUEST_CUES = (
     r"\b(?:asked|asks|ask|wants?|wanted|requested|requests?|instructed|told|should|will|plans?|planned|planning"
     r"|going\s+to|proceed\w*|approved|allowed|agreed|needs?\s+to|did|done|completed|let'?s|go\s+ahead|please|now)\b"
 )
 # actions reported as done are a request cue too, but they are content: never stripped from the terms
-_DONE = r"\b(?:modified|changed|updated|edited|deleted|removed|ran|deployed|restarted|published|released)\b"
+_DONE = (
+    r"\b(?:modified|changed|updated|edited|deleted|removed|ran|deployed|restarted|published|released|scaled|applied"
+    r"|added|used|uses|introduced|installed|upgraded|bumped|reverted|sent|replaced|renamed|created|cleaned|purged"
+    r"|wiped|executed|migrated|switched|moved|rewr(?:ote|itten)|patched|pushed|shipped|merged|rotated|booked"
+    r"|dropped|touched|altered|promised|promises|committed|rolled\s+(?:back|out)|(?:was|were|been|got)\s+run|enabled"
+    r"|turned\s+on|activated)\b"
+)
 _REQUEST = re.compile(_REQUEST_CUES + "|" + _DONE, re.I)
 _REQUEST_ZH = re.compile(r"要求|让|请|需要|应该|应当|计划|准备|打算|同意|批准|已经|已|了|将|要|开始|继续|执行|可以")
+# uncertainty in what someone said ("I suspect", "可能")
 _HEDGE = re.compile(
-    r"\b(?:maybe|might|may|suspect\w*|possibl[ey]|likely|probabl[ey]|perhaps|seems?|appears?|could\s+be|unclear"
-    r"|unconfirmed|not\s+sure|uncertain|hypothes\w+|guess\w*)\b"
-    r"|可能|也许|怀疑|疑似|似乎|大概|估计|不确定|或许|好像|看起来|推测|初步判断|待确认",
+    r"\b(?:maybe|might|may(?!\s+\d)|suspect\w*|possibl[ey]|likely|probabl[ey]|perhaps|seems?|appears?|could"
+    r"|unclear|not\s+sure|uncertain|hypothes\w+|guess\w*|looks?\s+like|suggests?|presumabl[ey]|i\s+think"
+    r"|i\s+believe|working\s+theory|can'?t\s+confirm|cannot\s+confirm"
+    r"|not\s+(?:yet\s+)?(?:confirmed|verified|checked)|haven'?t\s+(?:yet\s+)?(?:confirmed|verified|checked))\b"
+    r"|可能|也许|怀疑|疑似|似乎|大概|估计|不确定|或许|好像|看起来|看样子|推测|猜测|初步判断|初步|应该是"
+    r"|待.{0,8}确认|尚未确认|尚未验证|还没确认|还没验证",
+    re.I,
+)
+# a summary keeps a hedge also with a status mark: "(unverified)", "未确认" (in a request they are no hedge:
+# "skip unverified numbers", "未验证的一律跳过")
+_HEDGE_KEPT = re.compile(_HEDGE.pattern + r"|\b(?:unconfirmed|unverified|unchecked)\b|未确认|未验证", re.I)
+# a refusal or a wait: what turns an approval around ("not approved", "still waiting for approval", "尚未批准")
+_PENDING = re.compile(
+    r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|hasn'?t|haven'?t|isn'?t|wasn'?t|without|pending|await\w*"
+    r"|wait(?:s|ed|ing)?\s+for|yet\s+to|rejected|refused|declined|denied)\b|n't\b"
+    r"|没|尚未|还未|未|待|" + _NOT_ZH + r")|拒绝|否决|等.{0,8}(?:确认|同意|批准|决定|通知)",
     re.I,
 )
 _ATTRIBUTION = re.compile(
     r"\b(?:the\s+)?(?:user|you|they|he|she|we|i)\b|用户|你|他|她|我们|我|要求|希望|说|表示|强调|提到|指出", re.I
 )
+# summary sentences that claim a prohibition in words the constraint patterns miss ("asked us not to ...")
+_CLAIM_EXTRA = re.compile(
+    r"\bnot\s+to\b|\b(?:doesn'?t|does\s+not|don'?t|do\s+not|didn'?t)\s+want\b|不想|不希望|不愿", re.I
+)
+# constraint shapes the shared patterns miss: "production stays untouched", "leave notebooks/ alone"
+_CONSTRAINT_EXTRA = re.compile(
+    r"\b(?:stays?|remains?|is|are|be|kept)\s+(?:untouched|unchanged|off-limits|read-only|frozen|as\s+is|intact)\b"
+    r"|\bread-only\b|\bleave\s+\S+(?:\s+\S+){0,3}\s+(?:alone|untouched|unchanged|as\s+(?:it\s+)?is)\b"
+    r"|\bkeep\s+(?:\S+\s+){1,4}(?:unchanged|untouched|intact|as\s+(?:it\s+)?is)\b"
+    r"|\bkeep\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s+at\s+\d"
+    r"|\bwithout\s+(?:adding|changing|touching|modifying|editing|deleting|removing|using|bumping|upgrading"
+    r"|restarting|deploying|introducing|installing|pulling\s+in)\b"
+    r"|(?:保持|维持)(?:原样|不变)|原封不动",
+    re.I,
+)
+# "只同步已验证的" (the shared patterns know 只能 / 只用 only)
+_REQUIREMENT_EXTRA = re.compile(r"(?<![一两三几每])只(?!是|有|要|好|不过|见|剩|会)[\u4e00-\u9fff]")
+# words that point at what was just proposed: "book this one", "就订这家"
+_DEICTIC = re.compile(r"\b(?:it|this|that|these|those|them)\b|这|那", re.I)
+# cue words that describe rather than constrain: "crashes, always inside f()", "内存上限调到 1Gi"
+_NOT_A_CONSTRAINT = re.compile(
+    r"\balways\s+(?=(?:in|inside|at|on|after|before|when|with|from|during|within|under|for|the|a|an)\b|\w+s\b)"
+    r"|(?:上限|最多|至少)(?=\s*(?:调|改|提|设|降|加|从|升))"
+    r"|能不能|可不可以|要不要|是不是|会不会|行不行|有没有|用不用",
+    re.I,
+)
+# approvals the shared patterns miss: short answers to a proposal ("订吧", "就订这家", "yes, book it")
+_APPROVAL_EXTRA = re.compile(
+    r"\b(?:yes|yep|yeah|sure|ok(?:ay)?)\b[\s,.!]*(?:please\s+)?(?:do\s+it|book|buy|send|merge|deploy|run|ship|apply"
+    r"|delete|start)\b|\b(?:do\s+it|book\s+it|go\s+for\s+it)\b"
+    r"|订吧|就订|下单吧|买吧|就买|就这家|就选|就这个|就这么定|按这个(?:方案)?(?:改|来|做|办)"
+    r"|可以[，,]?(?:订|买|下单|发|执行|开始|上)|好[的，,]*(?:订|买|去|发|开始)|行[，,](?:就|订|买)"
+    # a short "X吧" reply: 发吧, 删吧, 开始吧 (not 算了吧, 再等等吧)
+    r"|^\s*(?:好[的吧啊]?[，,]?\s*)?(?!.*(?:算了|等等|再等|先等|不|别))[\u4e00-\u9fff]{1,4}吧[。！!]?\s*$",
+    re.I,
+)
 _STRONG_ID = re.compile(
     r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"  # ticket
-    r"|\b[GDCZTKY]\d{2,4}\b"  # train
+    r"|\b[GDCZTKY]\d{1,4}\b"  # train
+    r"|\b[A-Z]{1,3}\d{6,}\b"  # order, booking reference
+    r"|\b[A-Z]-\d{2,5}\b"  # room
     r"|\bv\d+(?:\.\d+){1,3}\b|\b\d+\.\d+\.\d+\b"  # version
-    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b",  # hash
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"  # hash
+    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # error code / constant: PAY_TIMEOUT_3012
+    r"|\bE(?:CONN|ADDR|HOST|NET|NO|TIMED|ACCES|PERM|PIPE|EXIST|RESOLVE)[A-Z]*\b",  # errno: ECONNRESET
     re.ASCII,
 )
+_FUNCTION = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\(\)", re.ASCII)
+_QUANTITY = re.compile(
+    r"(?<![A-Za-z0-9_.])(\d[\d,]*(?:\.\d+)?)\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|KB|MB|GB|TB|KiB|MiB"
+    r"|GiB|Mi|Gi|%|rows|tokens|qps|rps|USD|EUR|CNY|RMB)\b"
+    r"|(\d[\d,]*(?:\.\d+)?)\s?(?:元|块钱|万元|天|晚|小时|分钟|秒|公里|人|间|张|%)"
+)
+
+
+# ---------------------------------------------------------------- terms
+
+# phrases and synonyms mapped to one word before the terms are taken (both sides get the same treatment)
+_NORMALIZE_EN = (
+    (
+        re.compile(r"\broll(?:s|ed|ing)?[\s-]+(?:it\s+|this\s+|that\s+|them\s+)?back\b|\brollbacks?\b", re.I),
+        " rollback ",
+    ),
+    (
+        re.compile(
+            r"\broll(?:s|ed|ing)?[\s-]+out\b|\brollouts?\b|\b(?:turn|switch)(?:s|ed|ing)?\s+(?:it\s+)?on\b"
+            r"|\benabl\w*|\bactivat\w*|\b(?:is|are|was|were)\s+on\b",
+            re.I,
+        ),
+        " deploy ",
+    ),
+    # a building letter: "A 座", "B栋"; room codes name it too ("A-301")
+    (re.compile(r"(?<![A-Za-z0-9])([A-Z])\s*(?:座|栋|号楼|楼|区)"), r" \1block "),
+    (re.compile(r"\b([A-Z])-\d{2,5}\b"), r"\g<0> \1block "),
+    (re.compile(r"\b(?:pull|bring)(?:s|ed|ing)?\s+in\b", re.I), " add "),
+    # "leave X alone", "X stays untouched": the action is a change of X
+    (
+        re.compile(
+            r"\b(?:untouched|unchanged|intact|alone|off-limits|read-only|as\s+(?:it\s+is|they\s+are|is))\b", re.I
+        ),
+        " modify ",
+    ),
+    # "without asking me first" is "without the user's go-ahead"
+    (
+        re.compile(
+            r"\bask(?:s|ed|ing)?\s+(?:(?:me|us|him|her|them|the\s+user|first|for\s+(?:approval|permission))\b\s*){1,3}"
+            r"|\b(?:go-ahead|approval|permission|consent|sign-off|say-so)\b",
+            re.I,
+        ),
+        " consent ",
+    ),
+    # parts of today are today: "don't deploy today" / "deployed this afternoon"
+    (re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", re.I), " today "),
+    # a deadline is a date: "refund within 5 business days" promises a refund date
+    (
+        re.compile(
+            r"\b(?:within|in)\s+\d+\s+(?:business\s+|working\s+)?(?:days?|weeks?|hours?)\b"
+            r"|\bby\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\btomorrow\b",
+            re.I,
+        ),
+        " date ",
+    ),
+)
+_NORMALIZE_ZH = (
+    (re.compile(r"今天(?:上午|下午|晚上)?|今晚|今早"), "今天"),
+    (re.compile(r"(?:保持|维持)?(?:原样|不变)"), " 修改 "),
+    (re.compile(r"发出去|发出|发给|寄出|发送|(?<=[别不没先再未暂])发(?![布现生版])"), "发送"),
+    (
+        re.compile(
+            r"改动|更改|变更|调整|编辑|改写|修改|改成|改为|更新|(?<![修更篡])改(?![善进革名])"
+            r"|(?<=[别不没再要能许都也先得])(?:动|碰)(?![态作力画员机词物])|操作"
+        ),
+        "修改",
+    ),
+    (re.compile(r"删除|删掉|清理|清除|清空|移除|去掉|删"), "删除"),
+    (re.compile(r"\d+\s*个?(?:工作日|自然日|天|小时|周)(?:之内|以内|内)"), " 时间 "),
+    (re.compile(r"日期|时间点|时间|日子"), "时间"),
+    (
+        re.compile(
+            r"引入|加入|添加|增加|新增|加上|加进|安装|使用|采用|用上|(?<![增添参更附叠])加(?![速密载班工拿热快大])"
+        ),
+        "引入",
+    ),
+    (re.compile(r"部署|上线|发布|发版"), "部署"),
+    (re.compile(r"重启|重新启动"), "重启"),
+    (re.compile(r"回滚|回退"), "回滚"),
+    (re.compile(r"替换|换成|替代|取代"), "替换"),
+    (re.compile(r"承诺|保证|答应"), "承诺"),
+    (re.compile(r"执行|运行|(?<![长赛])跑(?!步)"), "执行"),
+    (re.compile(r"创建|新建|建立|(?<![修构重])建(?!议|筑|设)"), "创建"),
+    (re.compile(r"预订|预定|订购|下单|购买|(?<!预)订(?!单)|(?<!购)买"), "预订"),
+    (re.compile(r"停用|禁用|停掉"), "停用"),
+)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_CJK_WORD = re.compile(r"[\u4e00-\u9fff]+")
 
 _STOP_WORDS = """the a an and or to of for in on at by is are was were be been it its this that these those with from as
-    any anything all some user users you your they them we our i me my he she his her do does did under over
-    into onto about just also so but if then there here has have had yet still"""
+    any anything all some user users you your they them we our us i me my he she his her do does did under over
+    into onto about just also so but if then there here has have had yet still which who what why when while
+    because since once via per than shall whether either each every own one ones"""
 _STOP = frozenset(_STOP_WORDS.split())
+# words whose stem the crude stemmer gets wrong, or irregular forms
+_WORDS = {"use": "add", "uses": "add", "used": "add", "using": "add", "sent": "send", "ran": "run", "install": "add"}
 _SYNONYMS = {
     "chang": "modify",
     "edit": "modify",
@@ -119,25 +294,71 @@ _SYNONYMS = {
     "touch": "modify",
     "updat": "modify",
     "modifi": "modify",
+    "rewrit": "modify",
+    "rewrot": "modify",
+    "tweak": "modify",
+    "adjust": "modify",
+    "patch": "modify",
     "remov": "delet",
     "drop": "delet",
+    "purg": "delet",
+    "wip": "delet",
+    "eras": "delet",
+    "clean": "delet",
     "execut": "run",
+    "appli": "run",
+    "apply": "run",
+    "launch": "run",
+    "trigger": "run",
     "releas": "deploy",
     "ship": "deploy",
     "push": "deploy",
+    "publish": "deploy",
+    "introduc": "add",
+    "includ": "add",
+    "adopt": "add",
+    "bump": "upgrad",
+    "revert": "rollback",
+    "reboot": "restart",
+    "bounc": "restart",
+    "email": "send",
+    "mail": "send",
+    "guarante": "promis",
+    "reserv": "book",
+    "purchas": "book",
+    "buy": "book",
 }
-_CLAUSE = re.compile(r"[,，;；:：]|\s+-\s+|\binstead\b|\bbut\b|但是|而是|然后")
-_CJK_STOP = frozenset("的了是在和把将也都就而及与或被给对从向到这那个些一再吧吗呢啊")
-_EN_WORD = re.compile(r"[A-Za-z0-9_./-]+|[\u4e00-\u9fff]+")
+#: actions that change something: a "don't touch X" is broken by any of them on X
+_WRITE_EN = frozenset(
+    ["modify", "delet", "add", "run", "deploy", "upgrad", "rollback", "restart", "scal", "renam", "replac", "migrat"]
+    + ["switch", "mov", "rotat"]
+)
+_WRITE_ZH = frozenset(["修改", "删除", "引入", "部署", "执行", "重启", "回滚", "替换", "停用"])
+#: action words (verbs) among the terms; creating a ticket or sending a mail about X does not touch X
+_VERB_WORDS = _WRITE_EN | _WRITE_ZH | {"creat", "send", "book", "promis", "创建", "发送", "预订", "承诺"}
+#: the same, with the characters of the Chinese ones
+_VERBS = _VERB_WORDS | {ch for word in _VERB_WORDS if _CJK_WORD.fullmatch(word) for ch in word}
+# (not inside numbers: "1,284", "12:40")
+_CLAUSE = re.compile(r"[，;；：]|(?<!\d)[,:]|[,:](?!\d)|\s+-\s+|\binstead\b|\bbut\b|但是|而是|然后")
+# constraints are also cut before their condition: "do not delete X | until Y is verified"
+_CONDITION = re.compile(r"\b(?:until|unless|once)\b|等到|直到")
+_CJK_STOP = "的了是在和把将也都就而及与或被给对从向到这那个些一再吧吗呢啊里"
+_CJK_SPLIT = re.compile(f"[{_CJK_STOP}]+")
+_EN_WORD = re.compile(r"[A-Za-z0-9_./@-]+|[\u4e00-\u9fff]+")
+_ALPHA = re.compile(r"[a-z]+")
+_HYPHENATED = re.compile(r"[a-z]+(?:-[a-z]+)+")
 _CUE_STRIP = re.compile(
-    _NEG_EN.pattern + "|" + _REQUEST_CUES + "|" + _HEDGE.pattern + r"|\b(?:approv\w*|permission)\b",
+    _NEG_EN.pattern + "|" + _REQUEST_CUES + "|" + _HEDGE_KEPT.pattern + r"|\b(?:approv\w*|permission)\b",
     re.I,
 )
 _CUE_STRIP_ZH = re.compile(
-    r"先不要|千万不要|千万别|不要|不许|不准|不能|不得|不可以|不允许|禁止|严禁|别|勿|未经|暂缓|暂不|暂时|没有|无需|不必|只能|只|仅|"
-    r"必须|务必|一定|要求|让|请|需要|应该|应当|计划|准备|打算|同意|批准|已经|已|了|将|要|开始|继续|执行|可以|"
-    r"可能|也许|怀疑|疑似|似乎|大概|估计|不确定|或许|好像|看起来|推测|用户|你|我们|我|他|她|先|再|记得|的|把|是|吗|呢|吧"
-    r"|任何|所有|一切"
+    r"先不要|千万不要|千万别|不要|不许|不准|不能|不得|不可以|不允许|不少于|不低于|不超过|不高于|禁止|严禁|"
+    + _BIE
+    + r"|勿|未经|暂缓|暂不"
+    r"|暂时|没有|还没|尚未|无需|不必|只能|只|仅|必须|务必|一定|要求|让|请|需要|应该|应当|计划|准备|打算|同意|批准|已经|已|了"
+    r"|将|要|开始|继续|可以|可能|也许|怀疑|疑似|似乎|大概率|大概|估计|不确定|或许|好像|看起来|推测|用户|你|我们|我|他|她|先|再"
+    r"|记得|的时候|时候|之后|之前|以前|以后|后再|才|超过|低于|高于|少于|上限|以内|最多|至少|任何时候|始终|一律|总是|一直|保持|维持"
+    r"|不|没|未|的|把|是|吗|呢|吧|任何|所有|一切"
 )
 
 #: share of a statement's key terms a summary sentence must contain to be "about" it
@@ -149,6 +370,8 @@ HEDGE_MATCH = 0.6
 
 
 def _stem(word: str) -> str:
+    if word in _WORDS:
+        return _WORDS[word]
     for suffix in ("ing", "ied", "ies", "ed", "es", "s", "e"):
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             word = word[: -len(suffix)] + ("i" if suffix in ("ied", "ies") else "")
@@ -158,53 +381,54 @@ def _stem(word: str) -> str:
     return _SYNONYMS.get(word, word)
 
 
-def key_terms(text: str) -> set[str]:
-    """Cue-free content terms of ``text``: stemmed English words, paths, CJK characters and bigrams.
+def _normalize(text: str) -> str:
+    for pattern, word in _NORMALIZE_EN:
+        text = pattern.sub(word, text)
+    if _CJK.search(text):
+        for pattern, word in _NORMALIZE_ZH:
+            text = pattern.sub(word, text)
+    return text
 
-    CJK counts by characters as well as bigrams, so word order changes ("删除日志" / "日志已删除")
-    still match.
-    """
-    text = _CUE_STRIP.sub(" ", text)
-    text = _CUE_STRIP_ZH.sub(" ", text)
+
+def _terms(text: str) -> tuple[set[str], set[str]]:
+    """(all key terms, the identifier-like ones among them) of ``text``."""
+    text = _CUE_STRIP_ZH.sub(" ", _CUE_STRIP.sub(" ", _normalize(text)))
     terms: set[str] = set()
+    anchors: set[str] = set()
     for token in _EN_WORD.findall(text):
         if token.isascii():
-            token = token.lower().strip("./-")
-            if len(token) < 2 or token in _STOP:
+            is_path = "/" in token
+            # "US", "EU", "QA" are names, not the stop words "us" ...
+            token = token.strip("./-@")
+            name = token.isupper() and token.isalpha()
+            token = token.lower()
+            if len(token) < 2 or (token in _STOP and not name):
                 continue
-            terms.add(_stem(token))
-            if "/" in token:  # a path also counts by its parts
-                terms.update(_stem(p) for p in re.split(r"[/.]", token) if len(p) > 2 and p not in _STOP)
+            if _ALPHA.fullmatch(token):
+                terms.add(_stem(token))
+                if is_path:  # a directory: "notebooks/"
+                    anchors.add(_stem(token))
+            elif _HYPHENATED.fullmatch(token):  # second-class, bank-side: their words
+                terms.update(_stem(p) for p in token.split("-") if len(p) > 1 and p not in _STOP)
+            else:  # an identifier (path, version, name_with_underscores): kept whole, and by its parts
+                parts = {p for p in re.split(r"[/.@_-]", token) if len(p) > 2 and p not in _STOP}
+                found = {token} | {_stem(p) if _ALPHA.fullmatch(p) else p for p in parts}
+                terms |= found
+                anchors |= found
         else:
-            terms.update(ch for ch in token if ch not in _CJK_STOP)
-            terms.update(token[i : i + 2] for i in range(len(token) - 1))
-    return terms
+            for run in _CJK_SPLIT.split(token):
+                terms.update(run)
+                terms.update(run[i : i + 2] for i in range(len(run) - 1))
+    return terms, anchors
 
 
-def core_terms(sentence: str) -> set[str]:
-    """Terms of the clauses of ``sentence`` that carry its negation ("别动生产配置，先在测试环境验证" -> the first)."""
-    clauses = [c for c in _CLAUSE.split(sentence) if c.strip()]
-    negated = [c for c in clauses if _is_hard_negation(c)]
-    if len(clauses) < 2 or not negated or len(negated) == len(clauses):
-        return key_terms(sentence)
-    terms: set[str] = set()
-    for clause in negated:
-        terms |= key_terms(clause)
-    return terms or key_terms(sentence)
+def key_terms(text: str) -> set[str]:
+    """Cue-free content terms of ``text``: stemmed English words, identifiers, CJK characters and bigrams.
 
-
-def _overlap(needle: set[str], hay: set[str]) -> float:
-    return len(needle & hay) / len(needle) if needle else 0.0
-
-
-_HARD_NEG_EN = re.compile(
-    r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|mustn'?t|shouldn'?t|avoid\w*|without"
-    r"|forb[ia]d\w*|prohibit\w*|refrain\w*|stop)\b|n't\b",
-    re.I,
-)
-_HARD_NEG_ZH = re.compile(
-    r"不(?!过|错|少|同|断|久|仅|但|超过|高于|低于|少于)|别(?![人的处名])|禁止|严禁|勿|未经|暂缓|没有|无需|不必"
-)
+    CJK counts by characters as well as bigrams, so word order changes ("删除日志" / "日志已删除")
+    still match; synonyms count as one word ("清理日志" / "删除日志").
+    """
+    return _terms(text)[0]
 
 
 def _is_hard_negation(sentence: str) -> bool:
@@ -213,6 +437,7 @@ def _is_hard_negation(sentence: str) -> bool:
 
 
 def is_negated(sentence: str) -> bool:
+    """Whether ``sentence`` carries a negation or restriction cue (not, only, keep, 不要, 只能, 保持 ...)."""
     return bool(_NEG_EN.search(sentence) or _NEG_ZH.search(sentence))
 
 
@@ -220,7 +445,83 @@ def _is_request(sentence: str) -> bool:
     return bool(_REQUEST.search(sentence) or _REQUEST_ZH.search(sentence))
 
 
+def _is_constraint(sentence: str) -> bool:
+    """A user's prohibition or requirement (the shared patterns, plus "X stays untouched"; not "always in f()")."""
+    if _CONSTRAINT_EXTRA.search(sentence) or _REQUIREMENT_EXTRA.search(sentence):
+        return True
+    return is_prohibition(_NOT_A_CONSTRAINT.sub(" ", sentence))
+
+
+def _is_prohibitive(sentence: str) -> bool:
+    """A constraint that forbids an action ("don't X", "X stays untouched"), not one that requires it."""
+    return _is_hard_negation(sentence) or bool(_CONSTRAINT_EXTRA.search(sentence))
+
+
+def _is_approval(sentence: str) -> bool:
+    return is_approval(sentence) or bool(_APPROVAL_EXTRA.search(sentence))
+
+
+def _clauses(sentence: str) -> list[str]:
+    return [c for c in _CLAUSE.split(sentence) if c.strip()]
+
+
+def core_terms(sentence: str) -> set[str]:
+    """Terms of the clauses of ``sentence`` that carry its constraint, without their conditions.
+
+    "别动生产配置，先在测试环境验证" -> the first clause; "do not delete X until Y" -> "do not delete X".
+    """
+    clauses = [c for part in _clauses(sentence) for c in _CONDITION.split(part) if c.strip()]
+    carrying = [c for c in clauses if _is_constraint(c)]
+    carrying = [c for c in carrying if _is_prohibitive(c)] or carrying
+    if len(clauses) < 2 or not carrying or len(carrying) == len(clauses):
+        return key_terms(sentence)
+    terms: set[str] = set()
+    for clause in carrying:
+        terms |= key_terms(clause)
+    return terms or key_terms(sentence)
+
+
+def _overlap(needle: set[str], hay: set[str]) -> float:
+    return len(needle & hay) / len(needle) if needle else 0.0
+
+
+_DONE_EN = re.compile(_DONE, re.I)
+_DONE_ZH = re.compile(
+    r"(?:已经?|将|把|刚)[^，。；：,;:]{0,12}?(修改|删除|引入|部署|执行|重启|回滚|替换|停用)"
+    r"|(修改|删除|引入|部署|执行|重启|回滚|替换|停用)(?:了|完|过|掉|好)"
+)
+
+
+def _done_actions(text: str) -> set[str]:
+    """Actions ``text`` reports as done ("applied", "已替换", "加了"), as terms; not nouns ("a production run")."""
+    done = key_terms(" ".join(m.group(0) for m in _DONE_EN.finditer(text))) & _WRITE_EN
+    if _CJK.search(text):
+        done |= {m.group(1) or m.group(2) for m in _DONE_ZH.finditer(_normalize(text))}
+    return done
+
+
+def _expand(clause: _Clause) -> set[str]:
+    """The terms of ``clause``, plus "modify" when it reports a change done (deleted, added, deployed ...)."""
+    if not clause.done:
+        return clause.terms
+    extra = {"modify"} if clause.done & _WRITE_EN else set()
+    if clause.done & _WRITE_ZH:
+        extra |= {"修", "改", "修改"}
+    return clause.terms | extra
+
+
 # ---------------------------------------------------------------- inputs
+
+
+@dataclass
+class _Clause:
+    text: str
+    terms: set[str]
+    negated: bool
+    hedged: bool
+    request: bool
+    #: the changes it reports as done (see :func:`_done_actions`)
+    done: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -228,12 +529,30 @@ class _Statement:
     text: str
     index: int | None
     terms: set[str]
-    #: terms of the negated clauses only (constraints): what an inversion must restate
+    #: terms of the clauses that carry the constraint (constraints), or an approval's own words
     core: set[str] | None = None
+    #: identifier-like terms (paths, versions, names_with_underscores) among ``terms``
+    anchors: set[str] = field(default_factory=set)
+    #: the clauses of a summary sentence, when it has more than one
+    clauses: list[_Clause] = field(default_factory=list)
+    #: the action words a prohibition forbids (see :func:`_negated_verbs`)
+    verbs: set[str] = field(default_factory=set)
 
     @property
     def action(self) -> set[str]:
         return self.core if self.core else self.terms
+
+
+def _summary_sentence(text: str) -> _Statement:
+    terms, anchors = _terms(text)
+    parts = _clauses(text)
+    clauses = []
+    if len(parts) > 1:
+        clauses = [
+            _Clause(p, key_terms(p), is_negated(p), bool(_HEDGE_KEPT.search(p)), _is_request(p), _done_actions(p))
+            for p in parts
+        ]
+    return _Statement(text, None, terms, anchors=anchors, clauses=clauses)
 
 
 def _split_summary(summary: str) -> tuple[str, str]:
@@ -257,37 +576,60 @@ def _prose_sentences(prose: str) -> list[_Statement]:
             continue
         line = re.sub(r"^[-*]\s+|^\d+[.)]\s+", "", line)
         for sentence in split_sentences(line):
-            out.append(_Statement(sentence, None, key_terms(sentence)))
+            out.append(_summary_sentence(sentence))
     return out
 
 
+def _constraint(text: str, index: int | None) -> _Statement:
+    terms, anchors = _terms(text)
+    core = core_terms(text)
+    verbs = _negated_verbs(text) or (core - anchors) & _VERB_WORDS
+    return _Statement(text, index, terms, core, anchors & core, verbs=verbs)
+
+
 def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statement], list[_Statement]]:
-    """(constraints, approvals) said by users in ``messages``, plus those pinned in earlier summaries."""
+    """(constraints, approvals) said by users in ``messages``, plus those pinned in earlier summaries.
+
+    A short approval ("yes, go ahead", "订吧") also gets the terms of the proposal it answers
+    (the end of the assistant message before it).
+    """
     constraints: list[_Statement] = []
     approvals: list[_Statement] = []
     seen: set[str] = set()
+    proposal = ""
     for index, m in enumerate(messages):
         if not isinstance(m, dict):
             continue
         if is_summary_message(m):
             body = (parse_summary_message(m) or ({}, ""))[1]
             for fact in pinned_facts_of(body):
-                target = constraints if fact.kind == "constraint" else approvals if fact.kind == "approval" else None
-                if target is not None and fact.text not in seen:
+                if fact.kind in ("constraint", "approval") and fact.text not in seen:
                     seen.add(fact.text)
-                    target.append(_Statement(fact.text, index, key_terms(fact.text), core_terms(fact.text)))
+                    if fact.kind == "constraint":
+                        constraints.append(_constraint(fact.text, index))
+                    else:
+                        approvals.append(_Statement(fact.text, index, key_terms(fact.text)))
+            continue
+        if m.get("role") == "assistant":
+            text = content_text(m)
+            proposal = " ".join(split_sentences(text[-1_000:])[-2:]) if text.strip() else proposal
             continue
         if m.get("role") != "user":
             continue
-        for sentence in split_sentences(windowed(content_text(m), 16_000, 8_000)):
+        text = windowed(content_text(m), 16_000, 8_000)
+        for sentence in split_sentences(text):
             if sentence in seen:
                 continue
-            if is_prohibition(sentence):
+            if _is_constraint(sentence):
                 seen.add(sentence)
-                constraints.append(_Statement(sentence, index, key_terms(sentence), core_terms(sentence)))
-            elif is_approval(sentence):
+                constraints.append(_constraint(sentence, index))
+            elif _is_approval(sentence):
                 seen.add(sentence)
-                approvals.append(_Statement(sentence, index, key_terms(sentence)))
+                own = key_terms(sentence)
+                words = {t for t in own if not (len(t) == 1 and _CJK.match(t))}
+                refers = len(words) <= 2 or _DEICTIC.search(sentence)
+                terms = own | key_terms(proposal) if proposal and refers and len(text) <= 60 else own
+                approvals.append(_Statement(sentence, index, terms, own))
     return constraints, approvals
 
 
@@ -306,73 +648,228 @@ def _corpus(messages: Iterable[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------- checks
 
 
-def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
-    """A positive constraint ("only use staging", "必须先备份"): inverted only when the summary negates it."""
-    about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(c.action, s.terms) >= INVERT_MATCH]
-    for s in about:
-        if _overlap(c.action, s.terms) >= INVERT_MATCH and _is_hard_negation(s.text):
-            return DriftFinding(
-                "constraint_inverted",
-                "high",
-                {"original": c.text, "summary": s.text},
-                c.index,
-                "the summary negates a requirement",
-            )
-    if about or c.text in summary or (pinned and c.text in pinned):
-        return None
-    return DriftFinding(
-        "constraint_dropped", "high", {"original": c.text, "summary": ""}, c.index, "no restatement found"
-    )
+def _finding(kind: str, c: _Statement, summary: str, detail: str, severity: str = "high") -> DriftFinding:
+    return DriftFinding(kind, severity, {"original": c.text, "summary": summary}, c.index, detail)
+
+
+def _negates(s: _Statement, terms: set[str], cue: re.Pattern[str] | None = None) -> bool:
+    """Whether ``s`` negates what ``terms`` describe: a negation in the clause that holds some of them.
+
+    ``cue``: the negation pattern (default: any negation or restriction cue).
+    """
+    test = cue.search if cue is not None else is_negated
+    if not s.clauses:
+        return bool(test(s.text))
+    return any(test(c.text) and c.terms & terms for c in s.clauses)
+
+
+def _whole(s: _Statement) -> list[_Clause]:
+    """The clauses of ``s`` (the sentence itself when it has one)."""
+    if s.clauses:
+        return s.clauses
+    text = s.text
+    return [
+        _Clause(text, s.terms, is_negated(text), bool(_HEDGE_KEPT.search(text)), _is_request(text), _done_actions(text))
+    ]
+
+
+def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> bool:
+    """Whether ``s`` states the action of ``c`` without its negation (the whole sentence, or one clause of it)."""
+    action = c.action
+    verbs = c.verbs
+    objects = action - (action & _VERBS) | c.anchors
+    if (
+        _overlap(action, s.terms) >= strict
+        and (not objects or _overlap(objects, s.terms) >= MATCH)  # not the verb alone: "订 A 座" vs "订了 B-502"
+        and not _negates(s, action)
+        and (_is_request(s.text) or not restated)
+    ):
+        return True
+    # one clause reports the action as done or requested, whatever the other clauses negate; there any change
+    # ("added a retry to ci.yml") breaks a "don't touch", and the identifiers name the object well enough
+    needed = 1.0 if len(objects) <= 3 else INVERT_MATCH
+    for clause in _whole(s):
+        if not clause.request or clause.negated or clause.hedged:
+            continue
+        terms = _expand(clause)
+        if not verbs <= terms:
+            continue
+        if (objects and _overlap(objects, terms) >= needed) or (verbs and c.anchors and c.anchors <= terms):
+            return True
+    return False
+
+
+_NEGATION_THEN = re.compile(
+    r"(?:\b(?:not|never|don'?t|do\s+not|doesn'?t|mustn'?t|shouldn'?t|cannot|can'?t|avoid|without)\b"
+    r"|不要|不许|不准|不能|不得|不可以|" + _BIE + r"|禁止|严禁|勿)(?P<rest>.{0,24})",
+    re.I,
+)
+
+
+def _negated_verbs(text: str) -> set[str]:
+    """The action a prohibition forbids: the first verb after its negation ("先不要修改部署脚本" -> 修改, not 部署)."""
+    for m in _NEGATION_THEN.finditer(_normalize(text)):
+        rest = m.group("rest")
+        for term in re.findall(r"[A-Za-z]+|修改|删除|引入|部署|执行|重启|回滚|替换|停用|创建|发送|预订|承诺", rest):
+            verb = term if _CJK.match(term) else _stem(term.lower())
+            if verb in _VERB_WORDS:
+                return {verb}
+    return set()
+
+
+def _restates(c: _Statement, s: _Statement) -> bool:
+    """Whether a negated clause of ``s`` is about ``c`` (mostly its words, not only its verb): "signature kept"."""
+    for clause in _whole(s):
+        common = clause.terms & c.terms
+        if clause.negated and common - _VERBS and _overlap(clause.terms, c.terms) >= MATCH:
+            return True
+    return False
 
 
 def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
     if len(c.terms) == 0:
         return None
-    if not _is_hard_negation(c.text):
+    bound = _check_bound(c, prose)
+    if bound is not None:
+        return bound
+    if not _is_prohibitive(c.text):
         return _check_requirement(c, prose, pinned, summary)
     action = c.action
     about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(action, s.terms) >= INVERT_MATCH]
-    negated = [s for s in about if is_negated(s.text)]
-    plain = [s for s in about if not is_negated(s.text)]
+    negated = [s for s in about if _negates(s, action)] or [s for s in prose if _restates(c, s)]
     strict = 1.0 if len(action) <= 3 else INVERT_MATCH
-    for s in plain:
+    for s in prose:
         # stated without its negation, as requested/planned/done: inverted, whatever else the summary says
-        if _overlap(action, s.terms) >= strict and (_is_request(s.text) or not negated):
-            return DriftFinding(
-                "constraint_inverted",
-                "high",
-                {"original": c.text, "summary": s.text},
-                c.index,
-                "the summary states the constrained action without its negation",
+        if _inverts(c, s, strict, bool(negated)):
+            return _finding(
+                "constraint_inverted", c, s.text, "the summary states the constrained action without its negation"
             )
     if c.text in summary or negated:
         return None
     if pinned and c.text in pinned:
         return None
-    return DriftFinding(
-        "constraint_dropped", "high", {"original": c.text, "summary": ""}, c.index, "no restatement found"
+    return _finding("constraint_dropped", c, "", "no restatement found")
+
+
+def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
+    """A positive constraint ("only use staging", "必须先备份"): inverted only when the summary negates it."""
+    core = c.action
+    about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(core, s.terms) >= INVERT_MATCH]
+    for s in prose:
+        negates = _overlap(core, s.terms) >= INVERT_MATCH and _negates(s, core, _HARD_NEG)
+        # or a negated clause that is all about the requirement ("不再保留兼容层" for "必须保留兼容层 ...")
+        negates = negates or any(
+            _is_hard_negation(clause.text)
+            and len(clause.terms) >= 3
+            and _overlap(clause.terms, core) >= INVERT_MATCH
+            and (bool(c.anchors & s.terms) if c.anchors else len(clause.terms) >= 4)
+            for clause in _whole(s)
+        )
+        if negates or _widens(c, s):
+            return _finding("constraint_inverted", c, s.text, "the summary negates a requirement")
+    if about or c.text in summary or (pinned and c.text in pinned):
+        return None
+    return _finding("constraint_dropped", c, "", "no restatement found")
+
+
+_HARD_NEG = re.compile(_HARD_NEG_EN.pattern + "|" + _HARD_NEG_ZH.pattern, re.I)
+_BOUND = re.compile(
+    r"(?P<min>at\s+least|no\s+(?:fewer|less)\s+than|minimum\s+of"
+    r"|(?:not|never)\s+(?:\w+\s+){0,4}?(?:below|under|fewer\s+than|less\s+than)"
+    r"|(?:至少|不少于|不低于|不能低于|不得低于|不能少于|不得少于)[\u4e00-\u9fff]{0,2})\s*(?P<low>\d+(?:\.\d+)?)"
+    r"|(?P<max>at\s+most|no\s+more\s+than|up\s+to|maximum\s+of|max"
+    r"|(?:not|never)\s+(?:\w+\s+){0,4}?(?:above|over|exceed\w*|more\s+than)"
+    r"|(?:最多|不超过|不高于|不能超过|不得超过|上限)[\u4e00-\u9fff]{0,2})\s*(?P<high>\d+(?:\.\d+)?)",
+    re.I,
+)
+_CHANGE_TO = re.compile(
+    r"(?:降|缩|减|调|改|设|提|升|增|加|扩|变)[容少整置高低]?(?:到|至|为|成)\s*了?\s*(\d+(?:\.\d+)?)"
+    r"|\b(?:to|at|down\s+to)\s+(\d+(?:\.\d+)?)\b",
+    re.I,
+)
+
+
+_EXACT = re.compile(
+    r"\b(?:keep|leave)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s+at\s+(?P<a>\d+(?:\.\d+)?)"
+    r"|\b(?:stays?|remains?)\s+at\s+(?P<b>\d+(?:\.\d+)?)|(?:保持|维持|固定)[在为]?\s*(?P<c>\d+(?:\.\d+)?)",
+    re.I,
+)
+_WINDOW = re.compile(r"(\d{1,2}):(\d{2})\s*(?:-|–|~|到|至|\bto\b)\s*(\d{1,2}):(\d{2})")
+_CLOCK = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
+
+
+def _past_limit(clause: str, value: float) -> bool:
+    """Whether ``value`` breaks the limit stated in ``clause`` (at least / at most / exactly N)."""
+    bound = _BOUND.search(clause)
+    if bound is not None:
+        limit = float(bound.group("low") or bound.group("high"))
+        return value < limit if bound.group("low") else value > limit
+    exact = _EXACT.search(clause)
+    return exact is not None and value != float(exact.group("a") or exact.group("b") or exact.group("c"))
+
+
+def _check_bound(c: _Statement, prose: list[_Statement]) -> DriftFinding | None:
+    """A number past a limit the user set ("never below 3 replicas" -> "副本数临时降到了 2 个", "keep the TTL
+    at 300" -> "TTL lowered to 60"), or the forbidden action done inside a forbidden time window."""
+    for clause in _clauses(c.text):
+        if not (_BOUND.search(clause) or _EXACT.search(clause)):
+            continue
+        subject = {t for t in key_terms(clause) if len(t) > 1 and not t[0].isdigit()} - _VERB_WORDS - {"modify"}
+        for s in prose:
+            for part in _whole(s):
+                if part.negated or not part.terms & subject:
+                    continue
+                for change in _CHANGE_TO.finditer(part.text):
+                    if _past_limit(clause, float(change.group(1) or change.group(2))):
+                        return _finding("constraint_inverted", c, s.text, "the summary reports a number past the limit")
+    window = _WINDOW.search(c.text)
+    if window is None or not _is_prohibitive(c.text):
+        return None
+    start = int(window.group(1)) * 60 + int(window.group(2))
+    end = int(window.group(3)) * 60 + int(window.group(4))
+    verbs = _negated_verbs(c.text)
+    for s in prose:
+        for part in _whole(s):
+            if part.negated or not (part.done & verbs if verbs else part.done):
+                continue
+            for clock in _CLOCK.finditer(part.text):
+                if start <= int(clock.group(1)) * 60 + int(clock.group(2)) < end:
+                    return _finding("constraint_inverted", c, s.text, "the summary reports the action in the window")
+    return None
+
+
+_ONLY = re.compile(
+    r"\bonly\s+([a-z]+)|(?:只|仅)(?:能|可以)?(修改|删除|引入|部署|执行|重启|回滚|替换|[\u4e00-\u9fff]{2})", re.I
+)
+_ALSO = re.compile(r"\b(?:as\s+well|too|also)\b|也|一并|同时|连同|顺便|顺手", re.I)
+
+
+def _widens(c: _Statement, s: _Statement) -> bool:
+    """An "only X" requirement whose action the summary reports done beyond X ("... and in notebooks/ as
+    well", "未验证的也一并同步了")."""
+    m = _ONLY.search(_normalize(c.text))
+    if m is None:
+        return False
+    verb = m.group(2) or _stem(m.group(1).lower())
+    return any(
+        _ALSO.search(clause.text) and not clause.negated and clause.request and verb in _expand(clause)
+        for clause in _whole(s)
     )
 
 
 def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
     if not a.terms:
         return None
-    about = [s for s in prose if _overlap(a.terms, s.terms) >= MATCH]
-    if a.text not in summary:
+    own = a.core or a.terms
+    about = [s for s in prose if _overlap(a.terms, s.terms) >= MATCH or _overlap(own, s.terms) >= INVERT_MATCH]
+    if a.text not in summary and not _PENDING.search(a.text):
         for s in about:
-            if _overlap(a.terms, s.terms) < INVERT_MATCH:
-                continue
-            if is_negated(s.text) and not is_negated(a.text):
-                return DriftFinding(
-                    "constraint_inverted",
-                    "high",
-                    {"original": a.text, "summary": s.text},
-                    a.index,
-                    "an approval became a refusal",
-                )
+            # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
+            if _negates(s, a.terms, _PENDING):
+                return _finding("constraint_inverted", a, s.text, "an approval became a refusal")
     if a.text in summary or about:
         return None
-    return DriftFinding("constraint_dropped", "medium", {"original": a.text, "summary": ""}, a.index, "approval lost")
+    return _finding("constraint_dropped", a, "", "approval lost", "medium")
 
 
 def _check_fabricated(
@@ -381,11 +878,11 @@ def _check_fabricated(
     findings = []
     given = constraints + approvals
     for s in prose:
-        claims_constraint = is_prohibition(s.text) and _ATTRIBUTION.search(s.text)
-        claims_approval = is_approval(s.text) and _ATTRIBUTION.search(s.text) and not is_negated(s.text)
+        claims_constraint = (_is_constraint(s.text) or _CLAIM_EXTRA.search(s.text)) and _ATTRIBUTION.search(s.text)
+        claims_approval = _is_approval(s.text) and _ATTRIBUTION.search(s.text) and not is_negated(s.text)
         if not (claims_constraint or claims_approval) or len(s.terms) < 2:
             continue
-        if any(_overlap(s.terms, g.terms) >= MATCH or _overlap(g.terms, s.terms) >= INVERT_MATCH for g in given):
+        if any(_overlap(s.terms, g.terms) >= MATCH or _overlap(g.terms, s.terms) >= MATCH for g in given):
             continue
         if s.text in corpus:
             continue
@@ -412,10 +909,41 @@ def _check_fabricated(
     return findings
 
 
-def _identifiers(text: str) -> set[str]:
+def _identifiers(text: str, *, strong_only: bool = False) -> set[str]:
+    """Identifiers in ``text``: tickets, trains, versions, hashes, error codes; unless ``strong_only``,
+    also paths, ``function()`` names and numbers with a unit ("800 元", "16MB")."""
     found = set(_STRONG_ID.findall(text))
+    if strong_only:
+        return found
     found.update(p for p in find_paths(text) if "/" in p and "." in p.rsplit("/", 1)[-1])
+    found.update(m.group(0) for m in _FUNCTION.finditer(text))
+    found.update(m.group(0) for m in _QUANTITY.finditer(text))
     return found
+
+
+def _has_number(text: str, number: str) -> bool:
+    """Whether ``text`` holds ``number`` as a number of its own ("800" not in "1800" or "8.00"; "1284" as "1,284")."""
+    forms = {number}
+    whole, _, fraction = number.partition(".")
+    if len(whole) > 3 and whole.isdigit():
+        forms.add(f"{int(whole):,}" + (f".{fraction}" if fraction else ""))
+    return any(re.search(rf"(?<![A-Za-z0-9_.,]){re.escape(f)}(?![0-9]|[.,][0-9])", text) for f in forms)
+
+
+def _number_of(ident: str) -> str | None:
+    m = _QUANTITY.fullmatch(ident)
+    return (m.group(1) or m.group(2)).replace(",", "") if m else None
+
+
+def _is_in(ident: str, text: str) -> bool:
+    """Whether ``ident`` appears in ``text`` (a function by its name, a quantity by its number)."""
+    function = _FUNCTION.match(ident)
+    if function is not None and ident.endswith("()"):
+        return function.group(1) in text
+    number = _number_of(ident)
+    if number is not None:
+        return _has_number(text, number)
+    return ident in text
 
 
 def _check_identifiers(
@@ -424,35 +952,67 @@ def _check_identifiers(
     findings = []
     in_constraints = {i for c in constraints for i in _identifiers(c.text)}
     for index, m in enumerate(messages):
-        if isinstance(m, dict) and m.get("role") == "user" and not is_summary_message(m):
-            for ident in sorted(_identifiers(windowed(content_text(m), 16_000, 8_000))):
-                if ident not in summary:
-                    findings.append(
-                        DriftFinding(
-                            "identifier_missing",
-                            "medium" if ident in in_constraints else "low",
-                            {"original": ident, "summary": ""},
-                            index,
-                            "an identifier the user gave is not in the summary",
-                        )
+        if not isinstance(m, dict) or is_summary_message(m) or m.get("role") not in ("user", "assistant"):
+            continue
+        # what users gave, and the tickets/versions/error codes the assistant reported (tool output is not read)
+        by_user = m.get("role") == "user"
+        text = windowed(content_text(m), 16_000, 8_000) if by_user else windowed(content_text(m), 6_000, 4_000)
+        for ident in sorted(_identifiers(text, strong_only=not by_user)):
+            if not _is_in(ident, summary):
+                findings.append(
+                    DriftFinding(
+                        "identifier_missing",
+                        "medium" if ident in in_constraints else "low",
+                        {"original": ident, "summary": ""},
+                        index,
+                        "an identifier the user gave is not in the summary"
+                        if by_user
+                        else "an identifier the assistant reported is not in the summary",
                     )
+                )
     unique: dict[str, DriftFinding] = {}
     for finding in findings:
         unique.setdefault(finding.evidence["original"], finding)
     findings = list(unique.values())
     prose, _ = _split_summary(summary)
-    for ident in sorted(_identifiers(prose)):
-        if ident not in corpus:
-            findings.append(
-                DriftFinding(
-                    "identifier_fabricated",
-                    "medium",
-                    {"original": "", "summary": ident},
-                    None,
-                    "an identifier that appears nowhere in the originals",
-                )
-            )
+    for ident in sorted(_identifiers(prose) - {q.group(0) for q in _QUANTITY.finditer(prose)}):
+        if not _is_in(ident, corpus):
+            findings.append(_fabricated(ident, "an identifier that appears nowhere in the originals"))
+    # a number with its unit that no message holds: serious in a restated limit ("每晚不超过 1000 元");
+    # elsewhere it may be derived (a sum, a conversion), so only noted
+    for line in prose.splitlines():
+        limit = _is_constraint(line) or _BOUND.search(line)
+        for quantity in _QUANTITY.finditer(line):
+            if not _is_in(quantity.group(0), corpus):
+                where = "in a limit " if limit else ""
+                detail = f"a number {where}that appears nowhere in the originals"
+                findings.append(_fabricated(quantity.group(0), detail, "medium" if limit else "low"))
     return findings
+
+
+def _fabricated(ident: str, detail: str, severity: str = "medium") -> DriftFinding:
+    return DriftFinding("identifier_fabricated", severity, {"original": "", "summary": ident}, None, detail)
+
+
+def _hedged(sentence: str, index: int) -> list[_Statement]:
+    """What a hedged sentence claims: the sentence, and its hedged clause when that says enough on its own."""
+    terms, anchors = _terms(sentence)
+    units = [_Statement(sentence, index, terms, anchors=anchors)]
+    parts = _clauses(sentence)
+    for part in parts if len(parts) > 1 else ():
+        if _HEDGE.search(part):
+            t, a = _terms(part)
+            if len(t) >= 3 and len(t - a) >= 2:
+                units.append(_Statement(sentence, index, t, core=t, anchors=a))
+    return units
+
+
+def _about_hedge(h: _Statement, s: _Statement) -> bool:
+    """``s`` repeats the claim ``h``: most of its terms, and half of its words beyond the identifiers."""
+    words = h.terms - h.anchors
+    # a clause alone (``core`` set) must be repeated nearly whole: it has few terms
+    share = INVERT_MATCH if h.core else HEDGE_MATCH
+    return _overlap(h.terms, s.terms) >= share and (not words or _overlap(words, s.terms) >= 0.5)
 
 
 def _confirms(plain: _Statement, hedged: _Statement) -> bool:
@@ -461,32 +1021,36 @@ def _confirms(plain: _Statement, hedged: _Statement) -> bool:
 
 
 def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
-    hedged: list[_Statement] = []
+    hedged: list[list[_Statement]] = []
     plain: list[_Statement] = []
     for index, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ("assistant", "user") or is_summary_message(m):
             continue
         for sentence in split_sentences(windowed(content_text(m), 6_000, 4_000)):
-            target = hedged if _HEDGE.search(sentence) else plain
-            target.append(_Statement(sentence, index, key_terms(sentence)))
+            if _HEDGE.search(sentence):
+                hedged.append(_hedged(sentence, index))
+            else:
+                plain.append(_Statement(sentence, index, key_terms(sentence)))
     findings = []
-    for h in hedged:
-        if len(h.terms) < 2:
-            continue
-        # confirmed later without a hedge: the summary may state it plainly
-        if any(_confirms(p, h) for p in plain):
-            continue
-        about = [s for s in prose if _overlap(h.terms, s.terms) >= HEDGE_MATCH]
-        if about and not any(_HEDGE.search(s.text) for s in about):
-            findings.append(
-                DriftFinding(
-                    "hedge_lost",
-                    "medium",
-                    {"original": h.text, "summary": about[0].text},
-                    h.index,
-                    "an uncertain statement became a certain one",
+    for units in hedged:
+        for h in units:
+            if len(h.terms) < 2:
+                continue
+            # confirmed later without a hedge: the summary may state it plainly
+            if any(_confirms(p, h) for p in plain):
+                continue
+            about = [s for s in prose if _about_hedge(h, s)]
+            if about and not any(_HEDGE_KEPT.search(s.text) for s in about):
+                findings.append(
+                    DriftFinding(
+                        "hedge_lost",
+                        "medium",
+                        {"original": h.text, "summary": about[0].text},
+                        h.index,
+                        "an uncertain statement became a certain one",
+                    )
                 )
-            )
+                break
     return findings
 
 

@@ -95,6 +95,15 @@ DETAILS = {
         "an identifier that appears nowhere in the originals"
     ),
     "an uncertain statement became a certain one": gettext_lazy("an uncertain statement became a certain one"),
+    "the summary reports a number past the limit": gettext_lazy("the summary reports a number past the limit"),
+    "the summary reports the action in the window": gettext_lazy("the summary reports the action in the window"),
+    "an identifier the assistant reported is not in the summary": gettext_lazy(
+        "an identifier the assistant reported is not in the summary"
+    ),
+    "a number that appears nowhere in the originals": gettext_lazy("a number that appears nowhere in the originals"),
+    "a number in a limit that appears nowhere in the originals": gettext_lazy(
+        "a number in a limit that appears nowhere in the originals"
+    ),
 }
 
 

@@ -356,3 +356,83 @@ class TestCorpus:
     @pytest.mark.parametrize(("messages", "summary", "kind"), DRIFTED)
     def test_it_catches_each_drift(self, messages: list[dict], summary: str, kind: str) -> None:
         assert kind in kinds(check_drift(messages, summary))
+
+
+class TestParaphrasesAndScope:
+    """Regressions found with bench/data/drift_pairs.jsonl: each names the general rule that was missing."""
+
+    def test_it_reads_synonyms_as_the_same_action(self) -> None:
+        logs = [user("清理一下磁盘。/var/log/audit 下面的文件一个都不许删。")]
+        assert "constraint_inverted" in kinds(check_drift(logs, "- 清理了 /var/log/audit 里的旧审计日志。"))
+        assert check_drift(logs, "- /var/log/audit 里的文件一律不能删除。") == []
+        reply = [user("回复工单，不要承诺具体的退款日期。")]
+        assert check_drift(reply, "- 回复中不给出具体退款时间。") == []
+
+    def test_it_judges_negation_per_clause(self) -> None:
+        messages = [user("Only update imports inside src/."), user("Leave notebooks/ alone.")]
+        inverted = "- Imports were updated in src/ and in notebooks/ as well, so nothing refers to the old name."
+        assert "constraint_inverted" in kinds(check_drift(messages, inverted))
+        faithful = "- Imports updated in src/ only; notebooks/ deliberately left as they are."
+        assert check_drift(messages, faithful) == []
+
+    def test_it_reads_a_short_approval_with_the_proposal_it_answers(self) -> None:
+        messages = [
+            user("Book me a train to Beijing on June 14."),
+            assistant("G2 has second-class seats at 662 CNY. Shall I book it?"),
+            user("Yes, go ahead."),
+        ]
+        assert check_drift(messages, "- Booked G2 second class (662 CNY) after the user's OK.") == []
+        refused = check_drift(messages, "- G2 second class is 662 CNY; the user has not confirmed the booking yet.")
+        assert kinds(refused) == ["constraint_inverted"]
+        zh = [assistant("G2 二等座还有票，662 元。要帮你订吗？"), user("订吧。")]
+        assert kinds(check_drift(zh, "- G2 二等座 662 元，用户还没确认要不要订。")) == ["constraint_inverted"]
+
+    def test_it_catches_a_number_past_a_limit(self) -> None:
+        replicas = [user("可以重启 pod，但副本数任何时候都不能低于 3 个。")]
+        assert kinds(check_drift(replicas, "- 可以重启 pod，副本数临时降到了 2 个。")) == ["constraint_inverted"]
+        assert check_drift(replicas, "- 允许重启 pod；副本数始终不少于 3 个。") == []
+        ttl = [user("Point api.example.com at the new balancer. Keep the TTL at 300.")]
+        assert "constraint_inverted" in kinds(check_drift(ttl, "- api.example.com moved; TTL lowered to 60."))
+
+    def test_it_catches_an_action_inside_a_forbidden_window(self) -> None:
+        messages = [user("Never run the migration during peak hours (11:00-14:00 UTC).")]
+        summary = "- The migration was run at 12:40 UTC."
+        assert "constraint_inverted" in kinds(check_drift(messages, summary))
+        assert check_drift(messages, "- The migration waits until 14:00 UTC, outside peak hours.") == []
+
+    def test_it_does_not_take_descriptions_or_questions_for_constraints(self) -> None:
+        messages = [
+            user("The worker crashes with ECONNRESET, always inside upload_chunk() in workers/uploader.py."),
+            user("你先在本地加 --legacy-peer-deps 试试，看能不能构建过。"),
+            user("把 k8s/search/deployment.yaml 里的内存上限调到 1Gi。"),
+        ]
+        summary = (
+            "- ECONNRESET in upload_chunk() (workers/uploader.py).\n- 本地加 --legacy-peer-deps 后构建通过。\n"
+            "- k8s/search/deployment.yaml 的内存上限已改为 1Gi。"
+        )
+        assert check_drift(messages, summary) == []
+
+    def test_it_does_not_count_a_status_word_in_a_request_as_a_hedge(self) -> None:
+        messages = [
+            user("只同步手机号已验证的，未验证的一律跳过。"),
+            assistant("同步完成：1,099 条成功，182 条未验证的已跳过。"),
+        ]
+        assert check_drift(messages, "- 已验证的 1,099 条线索已同步；182 条未验证的按要求跳过，没有同步。") == []
+        widened = "- 1,099 条已同步，182 条未验证的线索也一并同步了。"
+        assert "constraint_inverted" in kinds(check_drift(messages, widened))
+
+    def test_it_finds_missing_function_names_error_codes_and_numbers(self) -> None:
+        messages = [user("Uploads fail with ECONNRESET inside upload_chunk(). Lower the chunk size to 16MB.")]
+        findings = check_drift(messages, "- Uploads dropped connections; chunk size lowered.")
+        assert {f.evidence["original"] for f in findings if f.kind == "identifier_missing"} == {
+            "ECONNRESET",
+            "upload_chunk()",
+            "16MB",
+        }
+        assert check_drift(messages, "- ECONNRESET in upload_chunk(); chunk size lowered to 16 MB.") == []
+
+    def test_it_flags_a_number_in_a_limit_that_nobody_gave(self) -> None:
+        messages = [user("订西湖边的酒店，每晚不超过 800 元。")]
+        findings = check_drift(messages, "- 每晚预算不超过 1000 元。")
+        assert ("identifier_fabricated", "medium") in {(f.kind, f.severity) for f in findings}
+        assert "identifier_missing" in kinds(findings)

@@ -402,3 +402,25 @@ def test_the_admin_role_may_do_everything_the_others_may(db):
         "console.reveal_secrets",
     ):
         assert admin.has_perm(perm), perm
+
+
+def test_it_refuses_bad_input_to_open_a_case_and_writes_nothing(as_operator, active):
+    from console.apikeys import create_api_key
+
+    huge = {"quote": "x" * 5000, "kind": "other", "severity": "low"}
+    response = post(as_operator, f"/summaries/{active.pk}/open-case", huge, headers=HX)
+    assert response.status_code == 422 and "at most 4000 characters" in html_of(response)
+    response = post(as_operator, f"/summaries/{active.pk}/open-case", {"quote": "Decisions", "kind": "nonsense"})
+    assert response.status_code == 303  # without htmx: back to the summary, with the error as a message
+
+    headers = {"Authorization": f"Bearer {create_api_key('rt', 'operator')[1]}"}
+    api = "/api/v1/drift-cases"
+    bad_json = as_operator.post(api, "{not json", content_type="application/json", headers=headers)
+    assert bad_json.status_code == 400
+    unknown = {"summary": active.pk, "quote": "Decisions", "kind": "nonsense"}
+    response = as_operator.post(api, json.dumps(unknown), content_type="application/json", headers=headers)
+    assert response.status_code == 422 and "unknown kind 'nonsense'" in response.json()["detail"]
+    missing = {"summary": 999_999, "quote": "Decisions"}
+    response = as_operator.post(api, json.dumps(missing), content_type="application/json", headers=headers)
+    assert response.status_code == 404
+    assert not DriftCase.objects.exists() and not AuditEvent.objects.filter(action="drift_case.open").exists()
