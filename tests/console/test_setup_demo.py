@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
-from console.models import Session
+from console.models import DriftCase, Session
 
 
 @pytest.mark.django_db
@@ -15,7 +15,7 @@ def test_it_creates_demo_users_and_loads_samples_once():
     assert "password 'demo-console'" in out.getvalue()
     admin = authenticate(username="admin", password="demo-console")
     assert admin is not None and admin.is_staff and admin.is_superuser
-    for role in ("viewer", "operator", "reviewer"):
+    for role in ("viewer", "operator", "reviewer"):  # (the admin role's group goes to the superuser admin)
         user = authenticate(username=role, password="demo-console")
         assert user is not None
         assert list(user.groups.values_list("name", flat=True)) == [role]
@@ -25,8 +25,13 @@ def test_it_creates_demo_users_and_loads_samples_once():
     for session in Session.objects.all():
         [run] = session.runs.all()
         assert run.status == "succeeded" and run.applied, (run.error, run.warnings, run.was_compressed)
-        assert run.archive.summaries.get().status == "active"
+        assert run.archive.summaries.filter(status="active").count() == 1
         assert f"compressed {session.key}: run {run.pk} succeeded" in out.getvalue()
+    # and one drift case to review: a draft, labelled as the demo's, that inverts "don't deploy"
+    [case] = DriftCase.objects.all()
+    assert case.summary.provenance["generator"] == "demo" and case.summary.status == "draft"
+    assert "constraint_inverted" in case.kind_list and case.status == "open"
+    assert f"opened drift case {case.pk}" in out.getvalue()
 
 
 @pytest.mark.django_db

@@ -8,11 +8,15 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from console.importers import read_session_file
-from console.models import CompressionRun, Session
+from console.models import CompressionRun, Session, Summary
 from console.roles import ROLE_PERMISSIONS
 from console.services import InvalidSession
 
 DEMO_PASSWORD = "demo-console"
+#: the demo's drifted draft: the coding sample's constraint, and what the draft makes of it
+DEMO_DRIFT_SESSION = "import:coding_export_job"
+DEMO_CONSTRAINT = "but don't deploy; just run the job locally"
+DEMO_INVERTED = "and deploy it to production now"
 #: small enough that the samples (about 28k tokens each) really compress
 DEMO_CONFIG = {"context_window_tokens": 8_000}
 
@@ -35,6 +39,7 @@ class Command(BaseCommand):
         if samples.is_dir():
             call_command("import_sessions", str(samples), skip_existing=True, stdout=self.stdout, stderr=self.stderr)
             self.compress_demo_sessions(admin, samples)
+            self.open_demo_drift_case()
         else:
             self.stdout.write(f"no sample sessions at {samples}; set DEMO_SAMPLES_DIR to load some")
         roles = ", ".join(ROLE_PERMISSIONS)
@@ -59,3 +64,26 @@ class Command(BaseCommand):
                 )
                 status = execute_run(run.pk)
                 self.stdout.write(f"compressed {session.key}: run {run.pk} {status}")
+
+    def open_demo_drift_case(self) -> None:
+        """Give the drift review something to show: a draft that turns the coding sample's "don't deploy" into
+        "deploy", labelled as written by hand for the demo, checked like any summary (which opens its case)."""
+        from console.drift import check_summary_drift
+
+        active = Summary.objects.filter(archive__session__key=DEMO_DRIFT_SESSION, status=Summary.Status.ACTIVE).first()
+        if active is None or DEMO_CONSTRAINT not in active.text:
+            return
+        drifted, made = Summary.objects.get_or_create(
+            summary_id=f"sum_demo_drift_{active.archive_id}",
+            defaults={
+                "archive": active.archive,
+                "parent": active,
+                "status": Summary.Status.DRAFT,
+                "text": active.text.replace(DEMO_CONSTRAINT, DEMO_INVERTED, 1),
+                "provenance": {"generator": "demo", "trigger": "demo", "note": "written by hand to show drift review"},
+            },
+        )
+        if made:
+            check_summary_drift(drifted.pk)
+            for case in drifted.drift_cases.all():
+                self.stdout.write(f"opened drift case {case.pk} on the demo's drifted draft {drifted.summary_id}")
