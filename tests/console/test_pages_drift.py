@@ -424,3 +424,17 @@ def test_it_refuses_bad_input_to_open_a_case_and_writes_nothing(as_operator, act
     response = as_operator.post(api, json.dumps(missing), content_type="application/json", headers=headers)
     assert response.status_code == 404
     assert not DriftCase.objects.exists() and not AuditEvent.objects.filter(action="drift_case.open").exists()
+
+
+def test_every_detail_the_detector_writes_has_a_translation():
+    from pathlib import Path
+
+    from compression import check_drift
+    from console.views.archives import DETAILS
+
+    corpus = Path(__file__).resolve().parents[2] / "bench" / "data" / "drift_pairs.jsonl"
+    details = set()
+    for line in corpus.read_text(encoding="utf-8").splitlines():
+        pair = json.loads(line)
+        details |= {f.detail for f in check_drift(pair["messages"], pair["summary"])}
+    assert details and details <= set(DETAILS), details - set(DETAILS)
