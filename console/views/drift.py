@@ -40,10 +40,9 @@ from . import (
     fragment,
     load_messages,
     partial,
-    reveal_requested,
     see_other,
 )
-from .archives import DETAILS, FINDING_KINDS, SEVERITIES, ResummarizeForm, provenance, source_link
+from .archives import DETAILS, FINDING_KINDS, SEVERITIES, ResummarizeForm, provenance, source_link, summary_reveal
 
 PAGE_SIZE = 50
 #: characters of context shown either side of a quoted passage
@@ -344,9 +343,9 @@ CASE_PARTIALS = {"case-review": "review", "case-comments": "comments", "case-fix
 @vary_on_headers("HX-Request", "HX-Target")
 def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     case = get_case(pk)
-    reveal = reveal_requested(request, case)
+    ctx: dict[str, Any] = {"case": labelled(case), **summary_reveal(request, case)}
+    reveal = ctx["reveal"]
     name = CASE_PARTIALS.get(request.htmx.target or "", "") if fragment(request) else ""
-    ctx: dict[str, Any] = {"case": labelled(case), "reveal": reveal}
     if name in ("", "review"):
         ctx |= review_context(request, case)
     if name in ("", "comments"):

@@ -438,3 +438,21 @@ def test_every_detail_the_detector_writes_has_a_translation():
         pair = json.loads(line)
         details |= {f.detail for f in check_drift(pair["messages"], pair["summary"])}
     assert details and details <= set(DETAILS), details - set(DETAILS)
+
+
+def test_it_masks_secrets_on_the_case_page_and_reveals_them_with_the_permission(as_viewer, superuser, archive, active):
+    from tests.console.factories import SECRET
+
+    summary = crafted(archive, active.text + f"\n- uses the key {SECRET}")
+    case = drift.open_case(
+        summary.pk, quote=f"uses the key {SECRET}", kind="other", severity="high", note="", user=None
+    )
+
+    html = html_of(as_viewer.get(f"/drift/{case.pk}/"))
+    assert SECRET not in html and "[secret:api_key:" in html and "Reveal secrets" not in html
+    assert as_viewer.get(f"/drift/{case.pk}/", {"reveal": "1"}).status_code == 403
+
+    assert "Reveal secrets" in html_of(superuser.get(f"/drift/{case.pk}/"))
+    revealed = html_of(superuser.get(f"/drift/{case.pk}/", {"reveal": "1"}))
+    assert SECRET in revealed and "Hide secrets" in revealed
+    assert AuditEvent.objects.filter(action="secrets.reveal", object_type="driftcase").exists()
