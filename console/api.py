@@ -400,7 +400,7 @@ def list_cases(
     if assignee:
         cases = cases.filter(assignee__username=assignee)
     if kind:
-        cases = cases.filter(kinds__contains=f",{kind},")
+        cases = cases.filter(DriftCase.of_kind(kind))
     return cases
 
 

@@ -396,6 +396,11 @@ class DriftCase(models.Model):
     def kind_list(self) -> list[str]:
         return [k for k in self.kinds.split(",") if k]
 
+    @staticmethod
+    def of_kind(kind: str) -> models.Q:
+        """Cases with a finding of ``kind`` (a filter)."""
+        return models.Q(kinds__contains=f",{kind},")
+
 
 class DriftComment(Immutable):
     case = models.ForeignKey(DriftCase, on_delete=models.CASCADE, related_name="comments")

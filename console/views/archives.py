@@ -21,7 +21,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from ..diff import word_diff
 from ..display import may_reveal, message_view, render_markdown, shown
-from ..models import Archive, CompressionRun, Summary
+from ..models import Archive, CompressionRun, DriftCase, Summary
 from ..services import Conflict, ServiceError
 from ..summaries import (
     PROMOTABLE,
@@ -73,6 +73,7 @@ FINDING_KINDS = {
     "identifier_missing": gettext_lazy("identifier missing"),
     "identifier_fabricated": gettext_lazy("identifier fabricated"),
     "hedge_lost": gettext_lazy("uncertainty lost"),
+    "other": gettext_lazy("other"),  # a case opened by hand about something else
 }
 SEVERITIES = {"high": gettext_lazy("high"), "medium": gettext_lazy("medium"), "low": gettext_lazy("low")}
 #: what the library's drift checks write as a finding's detail, translated for the page (others are shown as is)
@@ -303,11 +304,15 @@ def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, partial(request, "console/summary.html", "summary"), ctx)
 
 
+def labelled(case: DriftCase) -> DriftCase:
+    """Attach the translated labels the templates show."""
+    case.severity_label = SEVERITIES.get(case.severity, case.severity)  # type: ignore[attr-defined]
+    case.kind_labels = [FINDING_KINDS.get(k, k) for k in case.kind_list]  # type: ignore[attr-defined]
+    return case
+
+
 def cases_of(summary: Summary) -> list[Any]:
-    cases = list(summary.drift_cases.select_related("assignee").order_by("created_at", "id"))
-    for case in cases:
-        case.severity_label = SEVERITIES.get(case.severity, case.severity)  # type: ignore[attr-defined]
-    return cases
+    return [labelled(c) for c in summary.drift_cases.select_related("assignee").order_by("created_at", "id")]
 
 
 def progress_context(summary: Summary) -> dict[str, Any]:

@@ -42,12 +42,20 @@ from . import (
     partial,
     see_other,
 )
-from .archives import DETAILS, FINDING_KINDS, SEVERITIES, ResummarizeForm, provenance, source_link, summary_reveal
+from .archives import (
+    DETAILS,
+    FINDING_KINDS,
+    SEVERITIES,
+    ResummarizeForm,
+    labelled,
+    provenance,
+    source_link,
+    summary_reveal,
+)
 
 PAGE_SIZE = 50
 #: characters of context shown either side of a quoted passage
 CONTEXT = 220
-KIND_LABELS = {**FINDING_KINDS, "other": gettext_lazy("other")}
 LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 #: the review form offers the next statuses in this order (reopening last)
 STATUS_ORDER = ("confirmed", "dismissed", "resolved", "open")
@@ -76,7 +84,7 @@ class CaseQuery:
         return cls(
             status=choice(params, "status", [*DriftCase.Status.values, "all"], "open"),
             severity=choice(params, "severity", SEVERITIES),
-            kind=choice(params, "kind", KIND_LABELS),
+            kind=choice(params, "kind", FINDING_KINDS),
             session=params.get("session", "").strip()[:255],
             assignee=params.get("assignee", "").strip()[:150],
             mentions=choice(params, "mentions", ("me",)),
@@ -92,7 +100,7 @@ class CaseQuery:
         if self.severity:
             cases = cases.filter(severity=self.severity)
         if self.kind:
-            cases = cases.filter(kinds__contains=f",{self.kind},")
+            cases = cases.filter(DriftCase.of_kind(self.kind))
         if self.session:
             cases = cases.filter(session__key__icontains=self.session)
         if self.assignee == "none":
@@ -122,13 +130,6 @@ def reviewers() -> QuerySet[Any]:
     )
 
 
-def labelled(case: DriftCase) -> DriftCase:
-    """Attach the translated labels the templates show."""
-    case.severity_label = SEVERITIES.get(case.severity, case.severity)  # type: ignore[attr-defined]
-    case.kind_labels = [KIND_LABELS.get(k, k) for k in case.kind_list]  # type: ignore[attr-defined]
-    return case
-
-
 @require_GET
 @permission_required(VIEW, raise_exception=True)
 @vary_on_headers("HX-Request")
@@ -144,7 +145,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         "fragment": fragment(request),
         "statuses": DriftCase.Status.choices,
         "severities": SEVERITIES,
-        "kinds": KIND_LABELS,
+        "kinds": FINDING_KINDS,
     }
     if not ctx["fragment"]:
         ctx["reviewers"] = list(reviewers().values_list("username", flat=True)[:500])
@@ -219,7 +220,7 @@ def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
         pairs.append(
             {
                 "kind": finding.get("kind", ""),
-                "kind_label": KIND_LABELS.get(finding.get("kind", ""), finding.get("kind", "")),
+                "kind_label": FINDING_KINDS.get(finding.get("kind", ""), finding.get("kind", "")),
                 "severity": finding.get("severity", ""),
                 "severity_label": SEVERITIES.get(finding.get("severity", ""), finding.get("severity", "")),
                 "detail": DETAILS.get(finding.get("detail", ""), finding.get("detail", "")),
@@ -305,7 +306,7 @@ def get_case(pk: int) -> DriftCase:
     )
 
 
-def review_context(request: HttpRequest, case: DriftCase, **extra: Any) -> dict[str, Any]:
+def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
     """The review panel: status, holder, verdict and the history of every change."""
     return {
         "case": labelled(case),
@@ -347,7 +348,7 @@ def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     reveal = ctx["reveal"]
     name = CASE_PARTIALS.get(request.htmx.target or "", "") if fragment(request) else ""
     if name in ("", "review"):
-        ctx |= review_context(request, case)
+        ctx |= review_context(case)
     if name in ("", "comments"):
         ctx |= comments_context(case)
     if name in ("", "fix"):
@@ -395,11 +396,11 @@ def update_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         error, status = _("Pick a status."), 422
     else:
         try:
-            case = drift.update_drift_case(case.pk, changes, request.user)
+            drift.update_drift_case(case.pk, changes, request.user)
         except ServiceError as exc:
             error, status = str(exc), exc.status
     case = get_case(pk)
-    ctx = review_context(request, case, review_form=form if status != 200 else None, error=error)
+    ctx = review_context(case, review_form=form if status != 200 else None, error=error)
     return _answer(request, case, "console/drift_case.html#review", ctx, status)
 
 
@@ -432,7 +433,7 @@ class OpenCaseForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "data-quote-target": ""}),
         help_text=gettext_lazy("Select it in the summary text, or paste it as shown."),
     )
-    kind = forms.ChoiceField(label=gettext_lazy("Kind"), choices=list(KIND_LABELS.items()), initial="other")
+    kind = forms.ChoiceField(label=gettext_lazy("Kind"), choices=list(FINDING_KINDS.items()), initial="other")
     severity = forms.ChoiceField(label=gettext_lazy("Severity"), choices=list(SEVERITIES.items()), initial="medium")
     note = forms.CharField(
         label=gettext_lazy("What is wrong"),
