@@ -17,9 +17,7 @@ ms, the part of it spent in SQL, and the number of queries.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import statistics
 import sys
 import time
 from datetime import timedelta
@@ -29,7 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.sessions_list import prepare_database  # noqa: E402
+from bench.pages import start_django, throwaway_database, time_page  # noqa: E402
+from compression.drift import DRIFT_KINDS  # noqa: E402
 
 CHANNELS = ["wechat"] * 5 + ["slack"] * 2 + ["telegram", "cli", "api"]
 SUMMARIZERS = [
@@ -37,14 +36,6 @@ SUMMARIZERS = [
     ({"generator": "openai", "model": "qwen-plus", "prompt_version": "v2"}, 25),
     ({"generator": "openai", "model": "gpt-4o-mini", "prompt_version": "v1"}, 15),
     ({"generator": "extractive", "model": None, "prompt_version": "v1"}, 20),
-]
-KINDS = [
-    "constraint_dropped",
-    "constraint_inverted",
-    "constraint_fabricated",
-    "identifier_missing",
-    "identifier_fabricated",
-    "hedge_lost",
 ]
 TRACEBACK = "RuntimeError: the summarizer endpoint answered 502\nTraceback (most recent call last):\n" + (
     '  File "compression/pipeline.py", line 400, in run\n' * 20
@@ -164,7 +155,7 @@ def _summary(rng: random.Random, archive_id: int, run: Any) -> Any:
             )
             findings.append(
                 {
-                    "kind": rng.choice(KINDS),
+                    "kind": rng.choice(DRIFT_KINDS),
                     "severity": rng.choice(["high", "medium", "low"]),
                     "evidence": {"original": quote * 3, "summary": quote[:20]},
                     "source_index": rng.randint(0, 40),
@@ -183,23 +174,6 @@ def _summary(rng: random.Random, archive_id: int, run: Any) -> Any:
     )
 
 
-def measure(client: Any, days: int, repeat: int) -> tuple[float, float, int, int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    response = client.get("/dashboard/", {"days": days})  # warm up (and check)
-    assert response.status_code == 200, response.status_code
-    size = len(response.content)
-    times, sql = [], []
-    for _ in range(repeat):
-        with CaptureQueriesContext(connection) as queries:
-            t0 = time.perf_counter()
-            client.get("/dashboard/", {"days": days})
-            times.append((time.perf_counter() - t0) * 1000)
-        sql.append(sum(float(q["time"]) for q in queries.captured_queries) * 1000)
-    return statistics.median(times), statistics.median(sql), len(queries.captured_queries), size
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20_000)
@@ -209,13 +183,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args()
 
-    url, cleanup = prepare_database(args.database_url)
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    os.environ["AUTO_COMPRESS"] = "false"
-    import django
-
-    django.setup()
+    url, cleanup = throwaway_database(args.database_url, "dashboard")
+    start_django(url)
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
     from django.db import connection
@@ -239,8 +208,9 @@ def main() -> None:
         client.force_login(user)
         print(f"{'period':<10} {'median ms':>10} {'of it SQL':>10} {'queries':>8} {'page KB':>8}")
         for days in (7, 30, 90):
-            ms, sql, queries, size = measure(client, days, args.repeat)
-            print(f"{days:>3} days   {ms:>10.1f} {sql:>10.1f} {queries:>8} {size / 1024:>8.0f}")
+            t = time_page(client, "/dashboard/", {"days": days}, args.repeat)
+            size = len(t.response.content)
+            print(f"{days:>3} days   {t.ms:>10.1f} {t.sql_ms:>10.1f} {t.queries:>8} {size / 1024:>8.0f}")
     finally:
         if args.keep:
             print(f"kept: DATABASE_URL={url}")

@@ -23,7 +23,6 @@ import argparse
 import logging
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -32,6 +31,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.pages import time_page  # noqa: E402
 
 SECRETS = [
     "sk-proj-{n}Ab3xQ9LmT2vW8yZ1cD4eF6gH",
@@ -108,23 +109,6 @@ def compress(size: int, window: int, scenario: str = "archived") -> Any:
     return run
 
 
-def measure(client: Any, url: str, repeat: int, htmx: bool = False) -> tuple[float, int, int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    headers = {"HX-Request": "true"} if htmx else {}
-    times, queries, size = [], 0, 0
-    for _ in range(repeat):
-        with CaptureQueriesContext(connection) as captured:
-            t0 = time.perf_counter()
-            response = client.get(url, headers=headers)
-            times.append((time.perf_counter() - t0) * 1000)
-        if response.status_code != 200:
-            raise SystemExit(f"{url} answered {response.status_code}")
-        queries, size = len(captured), len(response.content)
-    return statistics.median(times), queries, size
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,2000,5000")
@@ -175,7 +159,8 @@ def main() -> None:
         if same is not None:
             pages.append((f"expand {same.size:>4}", f"/runs/{run.pk}/diff?from={same.start}&to={same.end}", True))
         for label, url, htmx in pages:
-            ms, queries, html = measure(client, url, args.repeat, htmx)
+            t = time_page(client, url, None, args.repeat, **({"HX-Request": "true"} if htmx else {}))
+            ms, queries, html = t.ms, t.queries, len(t.response.content)
             if label == "run page":
                 counts.setdefault(scenario, set()).add(queries)
             flag = "" if ms < 500 else "  (over the 500 ms target)"

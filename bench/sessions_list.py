@@ -19,19 +19,17 @@ list's indexes), to compare.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import statistics
 import sys
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.pages import start_django, throwaway_database, time_page  # noqa: E402
 
 CASES: list[tuple[str, dict[str, str]]] = [
     ("no filter", {}),
@@ -71,31 +69,6 @@ USER = [
     "Can you check the logs from last night?",
 ]
 TOOLS = ["read_file", "terminal", "search_files", "web_search", "order_lookup", "sql"]
-
-
-def prepare_database(url: str | None) -> tuple[str, Any]:
-    """The DATABASE_URL to use and a cleanup function."""
-    if not url:
-        path = Path(tempfile.gettempdir()) / f"bench-sessions-list-{os.getpid()}.sqlite3"
-        path.unlink(missing_ok=True)
-        return f"sqlite:///{path}", lambda: path.unlink(missing_ok=True)
-    parts = urlparse(url)
-    if parts.scheme.startswith("sqlite"):
-        return url, lambda: None
-    import psycopg
-
-    name = f"bench_sessions_{os.getpid()}"
-    admin = psycopg.connect(url, autocommit=True)
-    admin.execute(f'CREATE DATABASE "{name}"')
-
-    def drop() -> None:
-        from django.db import connections
-
-        connections.close_all()
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-    return urlunparse(parts._replace(path=f"/{name}")), drop
 
 
 def build(n_sessions: int, seed: int = 11) -> dict[str, Any]:
@@ -256,25 +229,6 @@ def build(n_sessions: int, seed: int = 11) -> dict[str, Any]:
     }
 
 
-def measure(client: Any, params: dict[str, str], repeat: int) -> tuple[float, float, int, int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    params = dict(params)
-    headers = {"HX-Request": "true"} if params.pop("_htmx", None) else {}
-    response = client.get("/", params, headers=headers)  # warm up (and check)
-    assert response.status_code == 200, response.status_code
-    rows = response.content.count(b"<tr data-nav")
-    times, sql = [], []
-    for _ in range(repeat):
-        with CaptureQueriesContext(connection) as queries:
-            t0 = time.perf_counter()
-            client.get("/", params, headers=headers)
-            times.append((time.perf_counter() - t0) * 1000)
-        sql.append(sum(float(q["time"]) for q in queries.captured_queries) * 1000)
-    return statistics.median(times), statistics.median(sql), len(queries.captured_queries), rows
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=10_000)
@@ -284,13 +238,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args()
 
-    url, cleanup = prepare_database(args.database_url)
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    os.environ["AUTO_COMPRESS"] = "false"
-    import django
-
-    django.setup()
+    url, cleanup = throwaway_database(args.database_url, "sessions")
+    start_django(url)
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from django.db import connection
@@ -313,8 +262,11 @@ def main() -> None:
         client.force_login(user)
         print(f"{'case':<32} {'median ms':>10} {'of it SQL':>10} {'queries':>8} {'rows':>5}")
         for name, params in CASES:
-            ms, sql, queries, rows = measure(client, params, args.repeat)
-            print(f"{name:<32} {ms:>10.1f} {sql:>10.1f} {queries:>8} {rows:>5}")
+            params = dict(params)
+            headers = {"HX-Request": "true"} if params.pop("_htmx", None) else {}
+            t = time_page(client, "/", params, args.repeat, **headers)
+            rows = t.response.content.count(b"<tr data-nav")
+            print(f"{name:<32} {t.ms:>10.1f} {t.sql_ms:>10.1f} {t.queries:>8} {rows:>5}")
     finally:
         if args.keep:
             print(f"kept: DATABASE_URL={url}")
