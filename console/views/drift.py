@@ -29,7 +29,7 @@ from compression.messages import content_text
 
 from .. import drift, regression
 from ..display import render_markdown, shown
-from ..models import DriftCase, Summary
+from ..models import CompressionRun, DriftCase, Summary
 from ..services import ServiceError
 from . import (
     OPEN_CASE,
@@ -189,14 +189,12 @@ def source_texts(case: DriftCase, reveal: bool) -> dict[int, dict[str, Any]]:
     """The messages the findings quote, by index in the run input: ``{index: {"text", "role"}}`` (one query)."""
     archive = case.summary.archive
     wanted = {f.get("message_index") for f in case.findings} - {None}
-    keys: dict[int, str] = {}
-    for index in wanted:
-        if not isinstance(index, int):
-            continue
-        if archive.start <= index < archive.end:
-            keys[index] = archive.message_keys[index - archive.start]
-        elif archive.run_id is not None and 0 <= index < len(archive.run.input_keys):
-            keys[index] = archive.run.input_keys[index]
+    inside = {i for i in wanted if isinstance(i, int) and archive.start <= i < archive.end}
+    keys = {i: archive.message_keys[i - archive.start] for i in inside}
+    outside = {i for i in wanted if isinstance(i, int) and i >= 0} - inside
+    if outside and archive.run_id is not None:  # the run's whole input, only when a finding points outside
+        history = CompressionRun.objects.values_list("input_keys", flat=True).get(pk=archive.run_id)
+        keys |= {i: history[i] for i in outside if i < len(history)}
     rows = load_messages(keys.values())
     out = {}
     for index, key in keys.items():
@@ -300,10 +298,9 @@ class CommentForm(forms.Form):
 
 
 def get_case(pk: int) -> DriftCase:
-    return get_object_or_404(
-        DriftCase.objects.select_related("session", "assignee", "opened_by", "fixed_by", "summary__archive__run"),
-        pk=pk,
-    )
+    """A case with what its page shows; the archive's key list (long) loads only when the evidence needs it."""
+    cases = DriftCase.objects.select_related("session", "assignee", "opened_by", "fixed_by", "summary__archive")
+    return get_object_or_404(cases.defer("summary__archive__message_keys"), pk=pk)
 
 
 def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:

@@ -456,3 +456,29 @@ def test_it_masks_secrets_on_the_case_page_and_reveals_them_with_the_permission(
     revealed = html_of(superuser.get(f"/drift/{case.pk}/", {"reveal": "1"}))
     assert SECRET in revealed and "Hide secrets" in revealed
     assert AuditEvent.objects.filter(action="secrets.reveal", object_type="driftcase").exists()
+
+
+def test_it_shows_evidence_from_outside_the_archive(as_viewer, archive, active, compressed_run):
+    from console.models import Message
+
+    head = archive.start - 1
+    text = Message.load([compressed_run.input_keys[head]])[0]["content"]
+    quote = text.split("\n")[0][:60]
+    finding = {"kind": "constraint_dropped", "severity": "high", "evidence": {"original": quote, "summary": ""}}
+    case = DriftCase.objects.create(
+        summary=active, session=archive.session, severity="high", findings=[finding | {"message_index": head}]
+    )
+
+    html = html_of(as_viewer.get(f"/drift/{case.pk}/"))
+
+    assert f'href="/runs/{compressed_run.pk}/?at=in-{head}#in-{head}"' in html
+    assert "<mark>" + quote.replace("'", "&#x27;").replace('"', "&quot;") in html
+
+
+def test_region_refreshes_do_not_load_the_long_key_lists(as_viewer, case):
+    for target in ("case-review", "case-fix", "case-comments"):
+        with CaptureQueriesContext(connection) as ctx:
+            response = as_viewer.get(f"/drift/{case.pk}/", headers={**HX, "HX-Target": target})
+        assert response.status_code == 200
+        sql = " ".join(q["sql"] for q in ctx.captured_queries)
+        assert "input_keys" not in sql and "message_keys" not in sql, target
