@@ -135,7 +135,7 @@ def reviewers() -> QuerySet[Any]:
 @vary_on_headers("HX-Request")
 def queue(request: HttpRequest) -> HttpResponse:
     query = CaseQuery.parse(request.GET)
-    cases = query.apply(DriftCase.objects.select_related("session", "assignee", "summary"), request.user)
+    cases = query.apply(DriftCase.objects.select_related("session", "assignee").defer("findings"), request.user)
     page = Paginator(cases.annotate(comment_count=Count("comments")), PAGE_SIZE).get_page(request.GET.get("page"))
     ctx: dict[str, Any] = {
         "query": query,
