@@ -179,6 +179,7 @@ def update_drift_case(case_id: int, changes: dict[str, Any], user: Any) -> Drift
     return case
 
 
+@transaction.atomic  # the comment, its mentions and its audit event, or none of them
 def add_comment(case: DriftCase, body: str, quote: str, user: Any) -> DriftComment:
     """A comment, anchored to a quoted passage when given; ``@name`` mentions active teammates."""
     body = body.strip()
