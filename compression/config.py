@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+#: fields set in code only: not budgets (no number checks), never in ``to_dict``, refused by ``from_dict``
+_CODE_ONLY = frozenset({"secret_mask_key"})
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,17 @@ class CompressionConfig:
     summary_input_tokens: int | None = None
     #: after this many consecutive compressions that stay over the trigger, stop compressing automatically
     max_ineffective_compressions: int = 2
+    #: HMAC key of the ``[secret:...]`` placeholders in facts, summaries and summarizer prompts (see
+    #: :mod:`compression.secrets`); give a private one. Never in ``to_dict`` and refused by ``from_dict``,
+    #: so it is not stored with a run's config nor set from a request.
+    secret_mask_key: str | bytes | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # values may come from JSON (the console's config overrides): check types, not only ranges
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name in _CODE_ONLY:
+                continue
             if value is None and f.default is None:
                 continue
             number = f.name == "trigger_ratio"
@@ -52,6 +61,8 @@ class CompressionConfig:
             raise ValueError("protect_head_messages must not be negative")
         if self.max_tool_arg_chars < 64:
             raise ValueError("max_tool_arg_chars must be at least 64")
+        if not isinstance(self.secret_mask_key, str | bytes | None):
+            raise ValueError("secret_mask_key must be a string or bytes")
 
     @property
     def trigger_tokens(self) -> int:
@@ -80,12 +91,15 @@ class CompressionConfig:
         return max(1_000, min(30_000, self.context_window_tokens // 4))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for name in _CODE_ONLY:
+            data.pop(name)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompressionConfig:
         """Build from a (partial) mapping; unknown keys are an error, not ignored."""
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - _CODE_ONLY
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown config option(s): {', '.join(unknown)}")

@@ -187,6 +187,12 @@ def find_identifiers(text: str) -> list[str]:
     found = []
     for m in _IDENTIFIER.finditer(text):
         value = m.group(0)
+        if (
+            m.lastgroup == "hash"
+            and text.startswith("]", m.end())
+            and "[secret:" in text[max(0, m.start() - 40) : m.start()]
+        ):
+            continue  # the digest of a masked secret's placeholder is not an identifier
         if m.lastgroup == "code":
             value = m.group("code").strip()
             if not value or " " in value.strip() and len(value) > 40:

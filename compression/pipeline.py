@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from .boundaries import Boundaries, resolve_boundaries
 from .config import CompressionConfig
 from .messages import latest_user_index
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
+from .secrets import mask_message, mask_messages, mask_secrets
 from .summary_message import SummaryHeader, is_summary_message
 from .tokens import TokenCounter, default_counter
 from .types import Fact, Summarizer, SummaryOutcome, SummaryRequest
@@ -284,6 +285,13 @@ class Compressor:
         warnings: list[CompressionWarning] = []
         facts: list[Fact] = []
         previous: str | None = None
+        # masked once, here: facts, the serialized prompt and any summarizer see no raw secret
+        # (the archive keeps the originals)
+        key = self.config.secret_mask_key
+        segment = mask_messages(segment, key)
+        lossy = [(index, mask_message(original, key)) for index, original in lossy]
+        if focus_topic:
+            focus_topic = mask_secrets(focus_topic, key)
         try:
             from .facts import extract_facts, find_previous_summary, select_facts
 
@@ -369,6 +377,7 @@ class Compressor:
         stages, bounds, archive = plan.stages, plan.boundaries, plan.archive
         warnings = plan.warnings
         summary_counts = stages.stats[-1].counts
+        outcome = self._checked(outcome, plan)
         summary_counts.update(ok=outcome.ok, generator=outcome.generator)
 
         counts = stages.start("assemble")
@@ -428,6 +437,21 @@ class Compressor:
             warnings=warnings,
             repair=report,
         )
+
+    def _checked(self, outcome: SummaryOutcome, plan: _Plan) -> SummaryOutcome:
+        """What the pipeline guarantees whatever the summarizer answered (built-in, a model, a custom one):
+        an empty answer is a failure; the text holds no raw secret; the pinned facts are there, verbatim."""
+        if not outcome.ok:
+            return outcome
+        text = outcome.text or ""
+        if not text.strip():
+            return replace(outcome, text=None, error=outcome.error or "the summarizer returned an empty summary")
+        text = mask_secrets(text, self.config.secret_mask_key)
+        if not _pins_facts(text, plan.facts):
+            from .summary_body import finalize_summary
+
+            text = finalize_summary(text, plan.facts, plan.request.max_tokens)
+        return outcome if text == outcome.text else replace(outcome, text=text)
 
     def _validate(
         self, messages: list[dict[str, Any]], stages: _Stages
@@ -530,6 +554,25 @@ class Compressor:
                 )
             )
         return out
+
+
+#: fact kinds every summary must carry verbatim (the user's own words)
+_MUST_PIN = ("constraint", "approval")
+
+
+def _pins_facts(body: str, facts: Sequence[Fact]) -> bool:
+    """Whether ``body`` ends with the code's ``## Pinned facts``: every constraint and approval,
+    and no fact line the code did not write (a model's own pinned facts are not trusted)."""
+    from .facts import PINNED_HEADING, render_fact
+
+    start = body.rfind(PINNED_HEADING)
+    if start < 0:
+        return False
+    lines = {line.strip() for line in body[start + len(PINNED_HEADING) :].splitlines()}
+    rendered = {render_fact(f) for f in facts}
+    if any(line.startswith("- [") and line not in rendered for line in lines):
+        return False
+    return all(render_fact(f) in lines for f in facts if f.kind in _MUST_PIN)
 
 
 def _is_summary(message: Any) -> bool:

@@ -3,121 +3,202 @@
 The same secret always maps to the same placeholder, ``[secret:<kind>:<hash8>]``,
 so two masked versions of a history (before and after compression) still line
 up in a diff, and an operator can tell two different keys apart without seeing
-either. Each pattern only runs when a cheap literal pre-check finds its prefix,
-so masking a large text that holds no secret costs a few substring searches.
+either. The hash is an HMAC-SHA256 under a key the caller provides
+(``mask_secrets(text, key=...)``, ``CompressionConfig.secret_mask_key``): with a
+private key, a placeholder cannot be confirmed offline by guessing the secret
+(8 hex digits of a plain hash of a short password can). Without a key a fixed
+public default is used, stable across processes but guessable: give a key.
+
+Each pattern only runs when a cheap literal pre-check finds its prefix, so
+masking a large text that holds no secret costs a few substring searches.
+
+:func:`mask_messages` masks a whole message list (content, text parts, tool-call
+arguments, keeping arguments valid JSON); the pipeline runs it once on everything
+it extracts facts from or sends to a summarizer.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: the key used when the caller gives none: stable, but public (see the module docstring)
+DEFAULT_MASK_KEY = b"compression.secrets.v2"
+
+MaskKey = str | bytes | None
 
 _PLACEHOLDER = re.compile(r"\[secret:[a-z_]+:[0-9a-f]{8}\]")
 
 
-def secret_placeholder(kind: str, secret: str) -> str:
-    """The placeholder that stands for ``secret`` (stable across calls and processes)."""
-    digest = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+def _key_bytes(key: MaskKey) -> bytes:
+    if key is None or key == "" or key == b"":
+        return DEFAULT_MASK_KEY
+    return key.encode("utf-8") if isinstance(key, str) else key
+
+
+def secret_placeholder(kind: str, secret: str, key: MaskKey = None) -> str:
+    """The placeholder that stands for ``secret`` under ``key`` (stable across calls and processes)."""
+    digest = hmac.new(_key_bytes(key), secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:8]
     return f"[secret:{kind}:{digest}]"
 
 
-def _whole(kind: str) -> Callable[[re.Match[str]], str]:
-    def replace(match: re.Match[str]) -> str:
-        return secret_placeholder(kind, match.group(0))
+Replace = Callable[[re.Match[str], bytes], str]
+
+
+def _whole(kind: str) -> Replace:
+    def replace(match: re.Match[str], key: bytes) -> str:
+        return secret_placeholder(kind, match.group(0), key)
 
     return replace
 
 
-def _group(kind: str, name: str = "secret") -> Callable[[re.Match[str]], str]:
-    """Replace only the named group, keeping the key name / scheme around it."""
+#: values of ``password=`` style assignments that are not secrets
+_NOT_SECRETS = frozenset({"true", "false", "null", "none", "nil", "undefined", "required", "optional", "string"})
 
-    def replace(match: re.Match[str]) -> str:
-        value = match.group(name)
-        if _PLACEHOLDER.fullmatch(value) or not value:
+
+def _group(kind: str, *names: str) -> Replace:
+    """Replace only the first named group that matched, keeping the key name / scheme around it."""
+    names = names or ("secret",)
+
+    def replace(match: re.Match[str], key: bytes) -> str:
+        name = next((n for n in names if match.group(n) is not None), None)
+        value = match.group(name) if name else None
+        if not value or _PLACEHOLDER.fullmatch(value) or value.lower() in _NOT_SECRETS:
             return match.group(0)
+        assert name is not None
         start, end = match.start(name) - match.start(0), match.end(name) - match.start(0)
         whole = match.group(0)
-        return whole[:start] + secret_placeholder(kind, value) + whole[end:]
+        return whole[:start] + secret_placeholder(kind, value, key) + whole[end:]
 
     return replace
 
 
-# (pre-check substrings, lower-cased pre-check?, pattern, replacement)
-_RULES: list[tuple[tuple[str, ...], bool, re.Pattern[str], Callable[[re.Match[str]], str]]] = [
-    (
+@dataclass(frozen=True)
+class _Rule:
+    #: literal pre-check: the pattern only runs when one of these is in the text
+    needles: tuple[str, ...]
+    #: the needles are looked for in the lower-cased text
+    lower: bool
+    pattern: re.Pattern[str]
+    replace: Replace
+
+
+def _rule(needles: tuple[str, ...], pattern: str, replace: Replace, *, lower: bool = False, flags: int = 0) -> _Rule:
+    return _Rule(needles, lower, re.compile(pattern, flags), replace)
+
+
+#: a 40-character base64-ish run, as AWS secret access keys are
+_AWS_SECRET = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+_AWS_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+_AWS_SECRET_RUN = re.compile(_AWS_SECRET)
+#: how far from an access key id an unlabelled secret access key is looked for
+_AWS_PAIR_WINDOW = 300
+
+
+def _random_looking(value: str) -> bool:
+    """Upper and lower case letters and a digit or ``/`` ``+``: a 40-hex git sha is not a key."""
+    return (
+        any(c.islower() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.isdigit() or c in "/+" for c in value)
+    )
+
+
+def _mask_aws_pairs(text: str, key: bytes) -> str:
+    """Unlabelled AWS secret access keys: 40-char runs near an ``AKIA``/``ASIA`` id."""
+    found: set[str] = set()
+    for match in _AWS_ID.finditer(text):
+        lo = max(0, match.start() - _AWS_PAIR_WINDOW)
+        window = text[lo : match.end() + _AWS_PAIR_WINDOW]
+        for candidate in _AWS_SECRET_RUN.finditer(window):
+            value = candidate.group(0)
+            if _random_looking(value):
+                found.add(value)
+    for value in sorted(found, key=len, reverse=True):
+        text = text.replace(value, secret_placeholder("aws_secret", value, key))
+    return text
+
+
+_RULES: list[_Rule] = [
+    _rule(
         ("-----BEGIN",),
-        False,
-        re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)", re.S
-        ),
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
         _whole("private_key"),
+        flags=re.S,
     ),
-    (
-        ("sk-",),
-        False,
-        re.compile(r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}"),
-        _whole("api_key"),
+    _rule(("sk-ant-",), r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_\-]{16,}", _whole("anthropic")),
+    _rule(
+        ("sk-",), r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-|live-|test-)?[A-Za-z0-9_\-]{16,}", _whole("api_key")
     ),
-    (("ghp_", "gho_", "ghs_", "ghu_", "ghr_"), False, re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), _whole("github")),
-    (("github_pat_",), False, re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _whole("github")),
-    (("xox",), False, re.compile(r"\bxox[bpasr]-[A-Za-z0-9-]{10,}"), _whole("slack")),
-    (("AKIA", "ASIA"), False, re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _whole("aws_key")),
-    (("AIza",), False, re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), _whole("google_key")),
-    (
-        ("eyJ",),
-        False,
-        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-        _whole("jwt"),
+    _rule(
+        ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"),
+        r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,})",
+        _whole("stripe"),
     ),
-    (
-        ("bearer",),
-        True,
-        re.compile(r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9_\-.~+/]{12,}=*)"),
-        _group("bearer"),
+    _rule(("ghp_", "gho_", "ghs_", "ghu_", "ghr_"), r"\bgh[pousr]_[A-Za-z0-9]{20,}", _whole("github")),
+    _rule(("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{20,}", _whole("github")),
+    _rule(("glpat-",), r"\bglpat-[A-Za-z0-9_\-]{20,}", _whole("gitlab")),
+    _rule(("hf_",), r"\bhf_[A-Za-z0-9]{30,}\b", _whole("huggingface")),
+    _rule(("xox", "xapp-"), r"\b(?:xox[bpasr]-[A-Za-z0-9-]{10,}|xapp-[0-9]+-[A-Za-z0-9-]{10,})", _whole("slack")),
+    _rule(("AIza",), r"\bAIza[0-9A-Za-z_\-]{35}", _whole("google_key")),
+    _rule(("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b", _whole("npm")),
+    _rule(("pypi-",), r"\bpypi-[A-Za-z0-9_\-]{50,}", _whole("pypi")),
+    # labelled AWS secret access keys (env, ini, JSON from `aws sts`) before the generic assignment rule
+    _rule(
+        ("secret",),
+        r"(?i)secret_?access_?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        _group("aws_secret"),
+        lower=True,
     ),
-    (
-        ("://",),
-        False,
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s@/]{3,})@"),
-        _group("url_password"),
-    ),
-    (
+    _rule(("AKIA", "ASIA"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", _whole("aws_key")),
+    _rule(("eyJ",), r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", _whole("jwt")),
+    _rule(("bearer",), r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9_\-.~+/]{12,}=*)", _group("bearer"), lower=True),
+    _rule(("://",), r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\[]+:(?P<secret>[^\s@/]{3,})@", _group("url_password")),
+    _rule(
         ("pass", "pwd", "token", "secret", "key", "auth", "credential", "密码", "口令"),
-        True,
-        re.compile(
-            r"(?i)(?:(?<![\[:\w])(?:[a-z0-9_]*?(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key|private[_-]?key"
-            r"|client[_-]?secret|auth|credentials?))|密码|口令)"
-            r"""["']?\s*(?:=|:|：)\s*["']?(?P<secret>[^\s"',;]{4,})"""
-        ),
-        _group("password"),
+        r"(?i)(?:(?<![\[:\w])(?:[a-z0-9_]*?(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key"
+        r"|private[_-]?key|client[_-]?secret|auth|credentials?))|密码|口令)"
+        r"""["']?\s*(?:=|:|：)\s*(?:"(?P<dq>[^"\n\\]{3,})"|'(?P<sq>[^'\n\\]{3,})'|["']?(?P<secret>[^\s"',;\\]{4,}))""",
+        _group("password", "dq", "sq", "secret"),
+        lower=True,
     ),
 ]
 
 
-def mask_secrets(text: str) -> str:
-    """Replace every secret in ``text`` with a stable ``[secret:<kind>:<hash8>]`` placeholder.
+def mask_secrets(text: str, key: MaskKey = None) -> str:
+    """Replace every secret in ``text`` with a stable ``[secret:<kind>:<hmac8>]`` placeholder.
 
-    Masks OpenAI-style keys (``sk-``, ``sk-proj-``), GitHub and Slack tokens,
-    AWS access key ids, Google API keys, JWTs, ``Bearer`` tokens, private key
-    blocks, passwords in URLs (``user:pass@host``) and ``password=`` /
-    ``token:`` / ``api_key=`` style values. Idempotent: masking twice gives the
-    same text.
+    Masks OpenAI (``sk-``, ``sk-proj-``) and Anthropic (``sk-ant-``) keys, Stripe
+    live/test/restricted keys and webhook secrets, AWS access key ids and secret
+    access keys (labelled, or unlabelled next to an access key id), GitHub,
+    GitLab, Hugging Face, Slack, Google, npm and PyPI tokens, JWTs, ``Bearer``
+    tokens, private key blocks, passwords in URLs (``user:pass@host``) and
+    ``password=`` / ``token:`` / ``"api_key": "..."`` style values.
+    ``key``: the HMAC key of the placeholders (give one; see the module docstring).
+    Idempotent: masking twice gives the same text.
     """
     if not text:
         return text
+    mac = _key_bytes(key)
     lowered: str | None = None
-    for needles, needs_lower, pattern, replace in _RULES:
-        if needs_lower:
+    if "AKIA" in text or "ASIA" in text:
+        text = _mask_aws_pairs(text, mac)
+    for rule in _RULES:
+        if rule.lower:
             if lowered is None:
                 lowered = text.lower()
             haystack = lowered
         else:
             haystack = text
-        if not any(n in haystack for n in needles):
+        if not any(n in haystack for n in rule.needles):
             continue
-        new_text = pattern.sub(replace, text)
-        if new_text is not text and new_text != text:
+        new_text = rule.pattern.sub(lambda m, r=rule: r.replace(m, mac), text)  # type: ignore[misc]
+        if new_text != text:
             text = new_text
             lowered = None
     return text
@@ -126,3 +207,69 @@ def mask_secrets(text: str) -> str:
 def contains_secret(text: str) -> bool:
     """Whether :func:`mask_secrets` would change ``text``."""
     return mask_secrets(text) != text
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _mask_json_value(value: Any, key: MaskKey) -> Any:
+    if isinstance(value, str):
+        return mask_secrets(value, key)
+    if isinstance(value, dict):
+        return {mask_secrets(k, key): _mask_json_value(v, key) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_json_value(v, key) for v in value]
+    return value
+
+
+def mask_arguments(arguments: str, key: MaskKey = None) -> str:
+    """Tool-call ``arguments`` masked; JSON arguments stay valid JSON.
+
+    JSON is masked value by value (an escaped quote inside a string hides a
+    ``TOKEN=\\"...\\"`` value from the text patterns, and a replacement must not
+    eat an escape); anything else as text.
+    """
+    masked = mask_secrets(arguments, key)
+    if masked == arguments and "\\" not in arguments:
+        return arguments
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return masked  # not JSON to begin with
+    values = _mask_json_value(parsed, key)
+    return arguments if values == parsed else json.dumps(values, ensure_ascii=False)
+
+
+#: message fields that are structure, never secrets
+_STRUCTURAL = frozenset({"role", "tool_call_id", "id", "type"})
+
+
+def _mask_value(value: Any, key: MaskKey, field: str = "") -> Any:
+    if isinstance(value, str):
+        if field in _STRUCTURAL:
+            return value
+        masked = mask_arguments(value, key) if field == "arguments" else mask_secrets(value, key)
+        return value if masked == value else masked
+    if isinstance(value, dict):
+        out: dict[str, Any] | None = None
+        for k, v in value.items():
+            new = _mask_value(v, key, k)
+            if new is not v and new != v:
+                if out is None:
+                    out = dict(value)
+                out[k] = new
+        return value if out is None else out
+    if isinstance(value, list):
+        items = [_mask_value(v, key, field) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+def mask_message(message: Any, key: MaskKey = None) -> Any:
+    """``message`` with secrets masked in every string it holds (ids and roles aside); copy on write."""
+    return _mask_value(message, key)
+
+
+def mask_messages(messages: Sequence[Any], key: MaskKey = None) -> list[Any]:
+    """Each message masked (:func:`mask_message`); unchanged messages are the input's own objects."""
+    return [mask_message(m, key) for m in messages]

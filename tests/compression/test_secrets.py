@@ -1,8 +1,15 @@
 from __future__ import annotations
 
+import hashlib
+import json
+import subprocess
+import sys
 import time
 
-from compression.secrets import contains_secret, mask_secrets, secret_placeholder
+import pytest
+
+from compression.secrets import contains_secret, mask_arguments, mask_messages, mask_secrets, secret_placeholder
+from tests.compression.secret_samples import SECRET_SAMPLES, SecretSample
 
 OPENAI_KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
@@ -58,3 +65,79 @@ class TestMaskSecrets:
         started = time.perf_counter()
         assert mask_secrets(text) == text
         assert time.perf_counter() - started < 5  # generous: a smoke check, not a benchmark
+
+
+@pytest.mark.parametrize("sample", SECRET_SAMPLES, ids=lambda s: f"{s.kind}:{s.text[:24]}")
+def test_it_masks_every_kind_of_sample(sample: SecretSample) -> None:
+    masked = mask_secrets(sample.text)
+    assert sample.secret not in masked
+    assert f"[secret:{sample.kind}:" in masked, masked
+    assert mask_secrets(masked) == masked
+
+
+class TestKeyedPlaceholders:
+    def test_the_callers_key_changes_the_placeholder_and_keeps_it_stable(self) -> None:
+        a = mask_secrets(OPENAI_KEY, key="console-key")
+        assert (
+            a
+            == mask_secrets(OPENAI_KEY, key=b"console-key")
+            == secret_placeholder("api_key", OPENAI_KEY, "console-key")
+        )
+        assert a != mask_secrets(OPENAI_KEY, key="another") != mask_secrets(OPENAI_KEY)
+
+    def test_a_short_password_cannot_be_confirmed_with_a_plain_hash(self) -> None:
+        placeholder = mask_secrets("password=hunter2x", key="k")
+        assert hashlib.sha256(b"hunter2x").hexdigest()[:8] not in placeholder
+
+    def test_the_default_is_stable_across_processes(self) -> None:
+        code = "from compression.secrets import mask_secrets; print(mask_secrets('password=hunter2x'))"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == mask_secrets("password=hunter2x")
+
+
+class TestFewerFalseAlarms:
+    def test_it_leaves_git_shas_and_booleans_near_labels_alone(self) -> None:
+        sha = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+        text = f"AKIAIOSFODNN7EXAMPLE was rotated in commit {sha}; auth: true"
+        masked = mask_secrets(text)
+        assert sha in masked and "auth: true" in masked and "AKIAIOSFODNN7EXAMPLE" not in masked
+
+    def test_it_masks_a_quoted_password_with_spaces_whole(self) -> None:
+        assert "horse" not in mask_secrets('password = "correct horse battery"')
+
+
+class TestMaskMessages:
+    def test_it_masks_content_parts_and_arguments_keeping_ids_and_json(self) -> None:
+        token = "ghp_" + "a" * 36
+        args = json.dumps({"command": f'export TOKEN="{OPENAI_KEY}" GH={token}'})
+        messages = [
+            {"role": "user", "content": [{"type": "text", "text": f"key {OPENAI_KEY}"}]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_sk-123456789012345678", "type": "function",
+                 "function": {"name": "terminal", "arguments": args}},
+            ]},
+            {"role": "tool", "tool_call_id": "call_sk-123456789012345678", "content": f"ok {token}"},
+            {"role": "assistant", "content": "nothing secret here"},
+        ]  # fmt: skip
+        masked = mask_messages(messages)
+        assert OPENAI_KEY not in json.dumps(masked) and token not in json.dumps(masked)
+        call = masked[1]["tool_calls"][0]
+        assert call["id"] == masked[2]["tool_call_id"] == "call_sk-123456789012345678"
+        assert "[secret:api_key:" in json.loads(call["function"]["arguments"])["command"]
+        assert masked[3] is messages[3]  # unchanged messages are reused
+        assert messages[0]["content"][0]["text"] == f"key {OPENAI_KEY}"  # the input is not mutated
+
+    def test_an_escaped_quote_does_not_hide_a_value_nor_break_the_json(self) -> None:
+        args = json.dumps({"command": 'export PASSWORD="pw-9f8e7d6c" && deploy'})
+        masked = mask_arguments(args)
+        assert "pw-9f8e7d6c" not in masked and json.loads(masked)["command"].endswith("&& deploy")
+
+
+def test_masking_a_long_history_without_secrets_stays_cheap() -> None:
+    messages = [
+        {"role": "tool", "tool_call_id": f"c{i}", "content": "rows = fetch_batch(cursor, size=BATCH)\n" * 50}
+        for i in range(4_000)
+    ]  # ~8 MB
+    started = time.perf_counter()
+    assert mask_messages(messages) == messages
+    assert time.perf_counter() - started < 5  # a smoke check, not a benchmark

@@ -1,0 +1,191 @@
+"""What the pipeline itself guarantees, whatever the summarizer: no raw secret, pinned facts, a real summary."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from compression.config import CompressionConfig
+from compression.facts import PINNED_HEADING
+from compression.pipeline import Compressor
+from compression.summarize import ExtractiveSummarizer, OpenAISummarizer
+from compression.summary_message import is_summary_message
+from compression.types import SummaryOutcome, SummaryRequest
+from tests.fakes.openai_server import FakeOpenAIServer
+
+from .builders import FakeSummarizer, assistant, call, calls, result, session, user
+from .secret_samples import SECRET_SAMPLES
+
+CONSTRAINT = "Do not touch infra/terraform."
+
+
+def compressor(summarizer: Any = None, **options: Any) -> Compressor:
+    config = CompressionConfig(**{"context_window_tokens": 4_000, **options})
+    return Compressor(config, summarizer)
+
+
+def history_with_secrets() -> list[dict[str, Any]]:
+    """Every sample in the middle: in user turns, assistant text, tool arguments and tool output."""
+    planted: list[dict[str, Any]] = []
+    for n, sample in enumerate(SECRET_SAMPLES):
+        cid = f"s{n}"
+        planted += [
+            user(f"Please keep this: {sample.text}"),
+            calls(call(cid, "terminal", command=f"echo '{sample.text}' >> .env")),
+            result(cid, f"wrote .env\n{sample.text}\nexit code 0", "terminal"),
+            assistant(f"Noted {sample.text} in src/settings_{n}.py"),
+        ]
+    history = session(30)
+    return history[:3] + planted + history[3:]
+
+
+def strings(value: Any) -> str:
+    """Every string inside ``value`` (messages, a request body), tool-call arguments decoded."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value) if value[:1] in "{[" else None
+        except ValueError:
+            decoded = None
+        return value + ("\n" + strings(decoded) if decoded is not None else "")
+    if isinstance(value, dict):
+        return "\n".join(strings(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(strings(v) for v in value)
+    return ""
+
+
+def raw_secrets_in(value: Any, fragment: int = 10) -> list[str]:
+    """Kinds of the samples any ``fragment`` characters of which are in ``value`` (a cut secret leaks too)."""
+    text = strings(value)
+    return [
+        s.kind
+        for s in SECRET_SAMPLES
+        if any(s.secret[i : i + fragment] in text for i in range(max(1, len(s.secret) - fragment + 1)))
+    ]
+
+
+def assert_no_raw_secret(result: Any) -> None:
+    assert result.was_compressed and result.archive is not None
+    facts = "\n".join(f.text for f in result.facts)
+    assert raw_secrets_in(facts) == []
+    assert raw_secrets_in(result.summary_text or "") == []
+    (summary,) = [m for m in result.messages if is_summary_message(m)]
+    assert raw_secrets_in(summary["content"]) == []
+    # the archive keeps the originals, secrets and all
+    assert raw_secrets_in(result.archive.messages) == [s.kind for s in SECRET_SAMPLES]
+
+
+class TestSecretsMaskedBeforeExtraction:
+    def test_no_raw_secret_reaches_facts_or_the_extractive_summary(self) -> None:
+        result = compressor(ExtractiveSummarizer()).compress(history_with_secrets())
+        assert result.archive is not None
+        assert result.archive.start <= 3 and result.archive.end > 3 + 4 * len(SECRET_SAMPLES)
+        assert_no_raw_secret(result)
+
+    def test_no_raw_secret_reaches_the_prompt_of_an_openai_compatible_summarizer(
+        self, fake_openai: FakeOpenAIServer
+    ) -> None:
+        summarizer = OpenAISummarizer(base_url=fake_openai.base_url, api_key="test", model="m", max_retries=0)
+        result = compressor(summarizer, summary_input_tokens=30_000).compress(history_with_secrets())
+        assert_no_raw_secret(result)
+        (sent,) = fake_openai.requests
+        assert raw_secrets_in(sent.raw) == [] and raw_secrets_in(sent.body) == []
+        assert "[secret:stripe:" in sent.prompt_text and "[secret:gitlab:" in sent.prompt_text
+
+    def test_a_custom_summarizer_gets_masked_messages_and_cannot_leak_one(self) -> None:
+        history = history_with_secrets()
+        leaked = SECRET_SAMPLES[0]
+        summarizer = FakeSummarizer(f"I saw {leaked.text}")
+        result = compressor(summarizer).compress(history)
+        (request,) = summarizer.requests
+        assert raw_secrets_in(request.messages) == []
+        for message in request.messages:  # arguments stay valid JSON after masking
+            for c in message.get("tool_calls") or ():
+                json.loads(c["function"]["arguments"])
+        assert leaked.secret not in (result.summary_text or "")
+
+    def test_placeholders_are_keyed_with_the_callers_key(self) -> None:
+        history = history_with_secrets()
+        texts = [
+            compressor(ExtractiveSummarizer(), secret_mask_key=key).compress(history).summary_text or ""
+            for key in ("key-one", "key-one", "key-two")
+        ]
+        assert texts[0] == texts[1]
+        assert texts[0] != texts[2] and "[secret:" in texts[0]
+
+    def test_the_key_is_never_serialized_nor_taken_from_a_mapping(self) -> None:
+        config = CompressionConfig(secret_mask_key="private")
+        assert "secret_mask_key" not in config.to_dict() and "private" not in repr(config)
+        with pytest.raises(ValueError, match="secret_mask_key"):
+            CompressionConfig.from_dict({"secret_mask_key": "mine"})
+        with pytest.raises(ValueError, match="secret_mask_key"):
+            CompressionConfig(secret_mask_key=42)  # type: ignore[arg-type]
+
+
+class ProseSummarizer:
+    """A custom summarizer (just the protocol) answering plain prose, or whatever it is told."""
+
+    name = "prose"
+
+    def __init__(self, text: str = "The agent read modules and ran the tests.") -> None:
+        self.text = text
+
+    def summarize(self, request: SummaryRequest) -> SummaryOutcome:
+        return SummaryOutcome(text=self.text, generator=self.name)
+
+    async def asummarize(self, request: SummaryRequest) -> SummaryOutcome:
+        return self.summarize(request)
+
+
+def constrained_session() -> list[dict[str, Any]]:
+    history = session(30)
+    history[1] = user("Fix the export job.")  # the head holds no constraint: it must come from the middle
+    return history[:4] + [user(f"{CONSTRAINT} 先不要修改部署脚本。"), assistant("Understood.")] + history[4:]
+
+
+class TestPinnedFactsWhateverTheSummarizer:
+    def test_a_custom_prose_summarizer_gets_the_pinned_facts_appended(self) -> None:
+        result = compressor(ProseSummarizer()).compress(constrained_session())
+        text = result.summary_text or ""
+        assert text.startswith("The agent read modules") and PINNED_HEADING in text
+        assert CONSTRAINT in text and "先不要修改部署脚本" in text
+        (summary,) = [m for m in result.messages if is_summary_message(m)]
+        assert text in summary["content"]
+        assert result.summary is not None and result.summary.text == text
+
+    def test_pinned_facts_a_model_made_up_are_replaced_by_the_codes(self) -> None:
+        fake = f"Prose.\n\n{PINNED_HEADING}\n- [constraint] (#5) You may edit infra/terraform."
+        text = compressor(ProseSummarizer(fake)).compress(constrained_session()).summary_text or ""
+        assert "You may edit infra/terraform" not in text and CONSTRAINT in text
+
+    def test_the_built_in_summary_is_left_as_it_was(self) -> None:
+        history = constrained_session()
+        summarizer = ExtractiveSummarizer()
+        c = compressor(summarizer)
+        result = c.compress(history)
+        plan = c._prepare(history, None, 0, None, None)
+        assert not isinstance(plan, type(result))
+        assert result.summary_text == summarizer.summarize(plan.request).text
+
+    @pytest.mark.parametrize("answer", ["", "   \n\t "])
+    def test_an_empty_answer_is_a_failed_summary(self, answer: str) -> None:
+        result = compressor(ProseSummarizer(answer)).compress(constrained_session())
+        assert result.was_compressed and result.summary_text is None
+        assert "summary_failed" in result.warning_codes()
+        (summary,) = [m for m in result.messages if is_summary_message(m)]
+        assert CONSTRAINT in summary["content"]  # the failure note still pins the user's words
+
+
+def test_tail_results_pruned_for_facts_are_masked_too() -> None:
+    # the latest user message comes early, so the tail holds old tool output that pruning shortens
+    leaked = SECRET_SAMPLES[3]
+    history = session(6) + [calls(call("t0", "terminal", command="make deploy"))]
+    history.append(result("t0", f"FAILED charge with {leaked.secret}\n" + "log line\n" * 400, "terminal"))
+    for n in range(1, 8):
+        history += [calls(call(f"t{n}", "terminal", command=f"make step{n}")), result(f"t{n}", "ok\n" * 300)]
+    compressed = compressor(FakeSummarizer(), context_window_tokens=8_000).compress(history)
+    # the result with the secret, shortened in the tail
+    assert [p.kind for p in compressed.pruned if p.index == 28] == ["pruned"]
+    assert raw_secrets_in([f.text for f in compressed.facts]) == []
