@@ -28,7 +28,7 @@ from .validate import LOST_RESULT, RepairReport, Violation, repair_messages, val
 if TYPE_CHECKING:
     from .drift import DriftFinding, check_drift
     from .facts import extract_facts, find_previous_summary
-    from .secrets import mask_secrets
+    from .secrets import mask_messages, mask_secrets
     from .summarize import CooldownState, ExtractiveSummarizer, InMemoryCooldown, OpenAISummarizer
 
 _LAZY = {
@@ -41,6 +41,7 @@ _LAZY = {
     "extract_facts": "facts",
     "find_previous_summary": "facts",
     "mask_secrets": "secrets",
+    "mask_messages": "secrets",
 }
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "extract_facts",
     "find_previous_summary",
     "is_summary_message",
+    "mask_messages",
     "mask_secrets",
     "messages_sha256",
     "parse_summary_message",

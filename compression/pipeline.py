@@ -20,7 +20,6 @@ from .boundaries import Boundaries, resolve_boundaries
 from .config import CompressionConfig
 from .messages import latest_user_index
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
-from .secrets import mask_message, mask_messages, mask_secrets
 from .summary_message import SummaryHeader, is_summary_message
 from .tokens import TokenCounter, default_counter
 from .types import Fact, Summarizer, SummaryOutcome, SummaryRequest
@@ -285,6 +284,8 @@ class Compressor:
         warnings: list[CompressionWarning] = []
         facts: list[Fact] = []
         previous: str | None = None
+        from .secrets import mask_message, mask_messages, mask_secrets
+
         # masked once, here: facts, the serialized prompt and any summarizer see no raw secret
         # (the archive keeps the originals)
         key = self.config.secret_mask_key
@@ -446,6 +447,8 @@ class Compressor:
         text = outcome.text or ""
         if not text.strip():
             return replace(outcome, text=None, error=outcome.error or "the summarizer returned an empty summary")
+        from .secrets import mask_secrets
+
         text = mask_secrets(text, self.config.secret_mask_key)
         if not _pins_facts(text, plan.facts):
             from .summary_body import finalize_summary

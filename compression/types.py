@@ -36,7 +36,7 @@ class Fact:
 
 @dataclass
 class SummaryRequest:
-    """What a summarizer gets: the ORIGINAL middle segment and context."""
+    """What a summarizer gets: the middle segment (the archived originals with secrets masked) and context."""
 
     messages: list[Message]
     #: index of ``messages[0]`` in the full history

@@ -21,6 +21,7 @@ EXPECTED = {
     "SummaryRequest",
     "check_drift",
     "count_tokens",
+    "mask_messages",
     "mask_secrets",
     "prune_tool_outputs",
     "repair_messages",
