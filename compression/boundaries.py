@@ -11,9 +11,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .config import CompressionConfig
-from .messages import call_index, role_of
+from .messages import call_index, content_text, role_of
 from .summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message
 from .tokens import TokenCounter, default_counter
+
+_SYSTEM_ROLES = ("system", "developer")
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,40 @@ def _align(messages: Sequence[Any], head_end: int, tail_start: int, calls: dict[
         tail_start = target
 
 
+def required_head_end(messages: Sequence[Any], head_end: int, keep_prefix: int = 0) -> int:
+    """End of the part of the head that never moves to the middle: the leading system messages, the
+    first user request (when the head holds it) and what lies before it, the caller's ``keep_prefix``;
+    extended over tool results so a call keeps its results."""
+    end = 0
+    while end < head_end and role_of(messages[end]) in _SYSTEM_ROLES:
+        end += 1
+    first_user = next((i for i in range(head_end) if role_of(messages[i]) == "user"), None)
+    if first_user is not None:
+        end = max(end, first_user + 1)
+    end = max(end, min(keep_prefix, head_end))
+    while end < len(messages) and role_of(messages[end]) == "tool":
+        end += 1
+    return end
+
+
+def _fit_head(messages: Sequence[Any], counts: Sequence[int], required: int, head_end: int, budget: int) -> int:
+    """``head_end`` lowered so the head fits ``budget``: whole messages past ``required`` (a call with its
+    results) join the middle, from the first one that does not fit on."""
+    total = sum(counts[:required])
+    if total + sum(counts[required:head_end]) <= budget:
+        return head_end
+    end = i = required
+    while i < head_end:
+        j = i + 1
+        while j < head_end and role_of(messages[j]) == "tool":
+            j += 1
+        total += sum(counts[i:j])
+        if total > budget:
+            break
+        end = i = j
+    return end
+
+
 def resolve_boundaries(
     messages: Sequence[dict[str, Any]],
     config: CompressionConfig,
@@ -103,11 +139,16 @@ def resolve_boundaries(
     keep_prefix: int = 0,
     *,
     token_counts: Sequence[int] | None = None,
+    head_token_counts: Sequence[int] | None = None,
 ) -> Boundaries:
     """Split ``messages`` into head, middle and tail.
 
     - head: ``max(config.protect_head_messages, keep_prefix)`` messages, extended
-      forward over tool results so a call is never cut from its results;
+      forward over tool results so a call is never cut from its results, and
+      bounded by ``config.effective_head_tokens``: past it, the messages after the
+      system prompt and the first request join the middle (archived, summarized)
+      instead of staying verbatim (``head_token_counts``: counts of the head as
+      it will be output, when ``messages`` were pruned; default ``token_counts``);
     - tail: the newest messages within ``config.effective_tail_tokens``, extended
       backward so an assistant ``tool_calls`` message stays with all its results;
     - the latest user message is always kept verbatim: in the tail, or in the
@@ -129,6 +170,8 @@ def resolve_boundaries(
             break
     while head_end < n and role_of(messages[head_end]) == "tool":
         head_end += 1
+    required = required_head_end(messages, head_end, keep_prefix)
+    head_end = _fit_head(messages, head_token_counts or token_counts, required, head_end, config.effective_head_tokens)
 
     budget = config.effective_tail_tokens
     total = 0
@@ -151,3 +194,100 @@ def resolve_boundaries(
         tail_start = _fold_summary(messages, head_end, tail_start, latest_user, calls)
     tail_tokens = sum(token_counts[tail_start:])
     return Boundaries(head_end=head_end, tail_start=tail_start, total=n, tail_tokens=tail_tokens)
+
+
+#: characters of a shortened head message's text that stay (head and tail around an omitted marker)
+HEAD_KEEP_CHARS = 1_200
+
+
+def _shortened(message: dict[str, Any], calls: dict[str, tuple[int, Any]], max_arg_chars: int) -> dict[str, Any]:
+    """A head message that is too big, shortened the way stage 1 prunes: a tool result becomes its
+    one-line description, long call arguments are cut inside the JSON, other text keeps head and tail."""
+    from .prune import describe_tool_result, truncate_arguments
+    from .serialize import head_tail
+
+    text = content_text(message)
+    if role_of(message) == "tool":
+        cid = message.get("tool_call_id")
+        entry = calls.get(cid) if isinstance(cid, str) else None
+        fn = entry[1].get("function") if entry else None
+        fn = fn if isinstance(fn, dict) else {}
+        name = message.get("name") if isinstance(message.get("name"), str) else fn.get("name")
+        args = fn.get("arguments")
+        tool = name if isinstance(name, str) and name else "tool"
+        description = describe_tool_result(tool, args if isinstance(args, str) else "", text)
+        return {**message, "content": description} if len(description) < len(text) else message
+    new = message
+    if len(text) > HEAD_KEEP_CHARS:
+        new = {**new, "content": head_tail(text, HEAD_KEEP_CHARS)}
+    if isinstance(message.get("tool_calls"), list):
+        shortened = []
+        for c in message["tool_calls"]:
+            fn = c.get("function") if isinstance(c, dict) else None
+            args = fn.get("arguments") if isinstance(fn, dict) else None
+            short = truncate_arguments(args, max_arg_chars) if isinstance(args, str) else None
+            if short is not None and isinstance(c, dict) and isinstance(fn, dict):
+                c = {**c, "function": {**fn, "arguments": short}}
+            shortened.append(c)
+        new = {**new, "tool_calls": shortened}
+    return new
+
+
+def shorten_head(
+    messages: Sequence[dict[str, Any]],
+    head_end: int,
+    config: CompressionConfig,
+    token_counts: Sequence[int],
+    counter: TokenCounter | None = None,
+    keep_prefix: int = 0,
+) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """The head ``messages[:head_end]`` as output, and ``(index, tokens after)`` of each message shortened.
+
+    What :func:`resolve_boundaries` could not move to the middle (what lies before the first request,
+    results of calls made there) may still be too big: while the head is over
+    ``config.effective_head_tokens``, its biggest messages are shortened in place, biggest first. The system
+    messages at the start, the first user request and ``keep_prefix`` (a prefix the caller never lets
+    compression rewrite) stay verbatim. ``token_counts``: of ``messages`` as given.
+    """
+    head = list(messages[:head_end])
+    budget = config.effective_head_tokens
+    total = sum(token_counts[:head_end])
+    if total <= budget:
+        return head, []
+    counter = counter or default_counter
+    first_user = next((i for i in range(head_end) if role_of(head[i]) == "user"), None)
+    fixed = {i for i in range(head_end) if i < keep_prefix or i == first_user}
+    i = 0
+    while i < head_end and role_of(head[i]) in _SYSTEM_ROLES:
+        fixed.add(i)
+        i += 1
+    calls = call_index(head)
+    changed: list[tuple[int, int]] = []
+    for i in sorted((i for i in range(head_end) if i not in fixed), key=lambda i: -token_counts[i]):
+        if total <= budget:
+            break
+        new = _shortened(head[i], calls, config.max_tool_arg_chars)
+        if new is head[i]:
+            continue
+        after = counter.message(new)
+        if after >= token_counts[i]:
+            continue
+        head[i] = new
+        total -= token_counts[i] - after
+        changed.append((i, after))
+    return head, sorted(changed)
+
+
+def fixed_part_tokens(messages: Sequence[Any], counter: TokenCounter | None = None, keep_prefix: int = 0) -> int:
+    """Tokens of what compression always keeps verbatim: the system messages at the start, the first and
+    the latest user messages, and ``keep_prefix``. When they alone exceed the trigger, nothing fits."""
+    counter = counter or default_counter
+    keep = set(range(min(keep_prefix, len(messages))))
+    i = 0
+    while i < len(messages) and role_of(messages[i]) in _SYSTEM_ROLES:
+        keep.add(i)
+        i += 1
+    first = next((i for i, m in enumerate(messages) if role_of(m) == "user"), None)
+    latest = _latest_real_user(messages)
+    keep.update(i for i in (first, latest) if i is not None)
+    return sum(counter.message(messages[i]) for i in keep if isinstance(messages[i], dict))

@@ -22,6 +22,10 @@ class CompressionConfig:
     trigger_ratio: float = 0.7
     #: opening messages never summarized (system prompt, first request)
     protect_head_messages: int = 3
+    #: cap on the protected head, by tokens: past it, opening messages beyond the system prompt and the
+    #: first request join the middle, or are shortened (default: what the trigger leaves after the tail
+    #: budget and twice the summary cap)
+    head_tokens: int | None = None
     #: recent messages kept verbatim, by tokens (default: 25% of the window)
     tail_tokens: int | None = None
     #: stage 1 leaves tool output alone inside this recent budget (default: 30% of the window)
@@ -50,7 +54,13 @@ class CompressionConfig:
             number = f.name == "trigger_ratio"
             if isinstance(value, bool) or not isinstance(value, (int, float) if number else int):
                 raise ValueError(f"{f.name} must be {'a number' if number else 'a whole number'}, not {value!r}")
-        for name in ("tail_tokens", "prune_protect_tokens", "summary_max_tokens", "summary_input_tokens"):
+        for name in (
+            "head_tokens",
+            "tail_tokens",
+            "prune_protect_tokens",
+            "summary_max_tokens",
+            "summary_input_tokens",
+        ):
             if (getattr(self, name) or 0) < 0:
                 raise ValueError(f"{name} must not be negative")
         if self.context_window_tokens < 256:
@@ -71,6 +81,13 @@ class CompressionConfig:
     @property
     def effective_tail_tokens(self) -> int:
         return self.tail_tokens if self.tail_tokens is not None else self.context_window_tokens // 4
+
+    @property
+    def effective_head_tokens(self) -> int:
+        if self.head_tokens is not None:
+            return self.head_tokens
+        room = self.trigger_tokens - self.effective_tail_tokens - 2 * self.effective_summary_max_tokens
+        return max(self.context_window_tokens // 10, room)
 
     @property
     def effective_prune_protect_tokens(self) -> int:

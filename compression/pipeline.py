@@ -16,7 +16,7 @@ from typing import Any
 
 from .archive import Archive
 from .assemble import assemble, is_inserted_message, render_failure_body
-from .boundaries import Boundaries, resolve_boundaries
+from .boundaries import Boundaries, fixed_part_tokens, resolve_boundaries, shorten_head
 from .config import CompressionConfig
 from .messages import latest_user_index
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
@@ -27,6 +27,12 @@ from .validate import Profile, RepairReport, repair_messages, validate_messages
 
 STAGES = ("prune", "boundaries", "archive", "summarize", "assemble", "validate")
 
+#: a summary is not cut below this many tokens to fit the output under the trigger
+_MIN_SUMMARY_TOKENS = 64
+
+#: warning codes that make a result :attr:`CompressionResult.degraded`
+DEGRADED_CODES = frozenset({"summary_failed", "still_over_threshold", "fixed_part_over_trigger", "no_token_savings"})
+
 OnStage = Callable[[str], None]
 OnArchive = Callable[[Archive], None]
 
@@ -35,7 +41,8 @@ OnArchive = Callable[[Archive], None]
 class CompressionWarning:
     """A degradation the caller should know about.
 
-    codes: summary_failed, still_over_threshold, repeated_compression,
+    codes: summary_failed, still_over_threshold, fixed_part_over_trigger (the system prompt, first and
+    latest user messages alone exceed the trigger), repeated_compression,
     auto_compression_stopped, nothing_to_compress, no_token_savings,
     facts_failed, summary_over_budget, input_repaired, pruned_only (compressed by pruning alone:
     no archive, no summary)
@@ -101,6 +108,12 @@ class CompressionResult:
     def warning_codes(self) -> list[str]:
         return [w.code for w in self.warnings]
 
+    @property
+    def degraded(self) -> bool:
+        """The run did not do its job: the summary failed, the output is still over the trigger,
+        or nothing was saved."""
+        return self.tokens_after >= self.tokens_before or bool(DEGRADED_CODES & set(self.warning_codes()))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "was_compressed": self.was_compressed,
@@ -154,6 +167,9 @@ class _Plan:
     archive: Archive
     facts: list[Fact]
     request: SummaryRequest
+    #: the head as output (stage 2 may shorten a message in it) and every kept message shortened
+    head: list[dict[str, Any]]
+    shortened: list[PrunedItem]
     repeated: bool
     warnings: list[CompressionWarning]
 
@@ -228,8 +244,8 @@ class Compressor:
         """Compress ``messages`` (never mutated). The output always validates."""
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive)
         if isinstance(plan, CompressionResult):
-            return plan
-        return self._finish(plan, _summarize(self.summarizer, plan.request))
+            return self._flag_unfit(plan, messages, keep_prefix)
+        return self._flag_unfit(self._finish(plan, _summarize(self.summarizer, plan.request)), messages, keep_prefix)
 
     async def acompress(
         self,
@@ -243,8 +259,9 @@ class Compressor:
         """Like :meth:`compress`, awaiting the summarizer."""
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive)
         if isinstance(plan, CompressionResult):
-            return plan
-        return self._finish(plan, await _asummarize(self.summarizer, plan.request))
+            return self._flag_unfit(plan, messages, keep_prefix)
+        outcome = await _asummarize(self.summarizer, plan.request)
+        return self._flag_unfit(self._finish(plan, outcome), messages, keep_prefix)
 
     def resummarize(
         self,
@@ -340,13 +357,19 @@ class Compressor:
 
         counts = stages.start("boundaries")
         bounds = resolve_boundaries(
-            pruned.messages, self.config, self.counter, keep_prefix, token_counts=pruned.token_counts
+            pruned.messages,
+            self.config,
+            self.counter,
+            keep_prefix,
+            token_counts=pruned.token_counts,
+            head_token_counts=token_counts,
         )
+        head, head_items = self._head(messages, bounds, token_counts, keep_prefix)
         counts.update(head=bounds.head_end, middle=bounds.middle_size, tail=bounds.total - bounds.tail_start)
         middle = messages[bounds.head_end : bounds.tail_start]
         if all(_is_ours(m) for m in middle):
-            if pruned.items:
-                return self._pruned_only(messages, pruned, stages, tokens_before, bounds)
+            if pruned.items or head_items:
+                return self._pruned_only(messages, pruned, stages, tokens_before, bounds, head, head_items)
             why = "no middle segment" if not middle else "the middle holds only an earlier summary"
             warning = CompressionWarning("nothing_to_compress", f"nothing to compress: {why}")
             return self._unchanged(messages, stages, tokens_before, bounds, [warning])
@@ -358,7 +381,8 @@ class Compressor:
             on_archive(archive)  # the caller stores it before any model sees the segment
 
         counts = stages.start("summarize")
-        lossy = [(p.index, messages[p.index]) for p in pruned.items if p.index >= bounds.tail_start]
+        shortened = [*head_items, *(p for p in pruned.items if p.index >= bounds.tail_start)]
+        lossy = [(p.index, messages[p.index]) for p in shortened]
         request, facts, warnings = self._request(archive.messages, archive.start, focus_topic, lossy)
         counts.update(facts=len(facts), previous_summary=request.previous_summary is not None)
         return _Plan(
@@ -370,6 +394,8 @@ class Compressor:
             archive=archive,
             facts=facts,
             request=request,
+            head=head,
+            shortened=shortened,
             repeated=any(_is_summary(m) for m in messages),
             warnings=warnings,
         )
@@ -408,9 +434,22 @@ class Compressor:
             archived_range=(archive.start, archive.end),
             archive_sha256=archive.sha256,
         )
-        head = plan.messages[: bounds.head_end]  # the head is protected: original messages, never pruned
+        head = plan.head  # original messages, but for one too big to keep (stage 2)
         tail = plan.pruned.messages[bounds.tail_start :]
         assembled = assemble(head, tail, body, header)
+        # the summary gives way when head + summary + tail is over the trigger (a small window, a big tail)
+        for _ in range(3):
+            over = self.counter.count(assembled) - self.config.trigger_tokens
+            size = self.counter.text(body)
+            if over <= 0 or size - over - 16 < _MIN_SUMMARY_TOKENS:
+                break
+            smaller = self._shrunk_body(body, outcome, plan, size - over - 16)
+            if self.counter.text(smaller) >= size:
+                break
+            body = smaller
+            assembled = assemble(head, tail, body, header)
+        if outcome.ok and body != outcome.text:
+            outcome = replace(outcome, text=body)
         counts.update(messages=len(assembled))
 
         repaired, report, tokens_after = self._validate(assembled, stages)
@@ -433,11 +472,19 @@ class Compressor:
             archive=archive,
             boundaries=bounds,
             stages=stages.stats,
-            pruned=[p for p in plan.pruned.items if p.index >= bounds.tail_start],
+            pruned=plan.shortened,
             facts=plan.facts,
             warnings=warnings,
             repair=report,
         )
+
+    def _shrunk_body(self, body: str, outcome: SummaryOutcome, plan: _Plan, max_tokens: int) -> str:
+        """``body`` within ``max_tokens``: the same trimming as the summarizers' (pinned facts first)."""
+        if outcome.ok:
+            from .summary_body import finalize_summary
+
+            return finalize_summary(body, plan.facts, max_tokens)
+        return render_failure_body(len(plan.archive), plan.facts, outcome.error, max_chars=max_tokens * 3)
 
     def _checked(self, outcome: SummaryOutcome, plan: _Plan) -> SummaryOutcome:
         """What the pipeline guarantees whatever the summarizer answered (built-in, a model, a custom one):
@@ -455,6 +502,32 @@ class Compressor:
 
             text = finalize_summary(text, plan.facts, plan.request.max_tokens)
         return outcome if text == outcome.text else replace(outcome, text=text)
+
+    def _flag_unfit(
+        self, result: CompressionResult, messages: Sequence[dict[str, Any]], keep_prefix: int
+    ) -> CompressionResult:
+        """Say so when the output is over the trigger because what is always kept verbatim is."""
+        trigger = self.config.trigger_tokens
+        if result.tokens_after <= trigger:
+            return result
+        fixed = fixed_part_tokens(messages, self.counter, keep_prefix)
+        if fixed > trigger:
+            result.warnings.append(
+                CompressionWarning(
+                    "fixed_part_over_trigger",
+                    f"the system prompt, the first and the latest user messages (and the kept prefix) alone take "
+                    f"{fixed} tokens, over the trigger ({trigger}): no compression can get under it",
+                )
+            )
+        return result
+
+    def _head(
+        self, messages: list[dict[str, Any]], bounds: Boundaries, token_counts: list[int], keep_prefix: int
+    ) -> tuple[list[dict[str, Any]], list[PrunedItem]]:
+        """The head as output: the original messages, with those still too big for it shortened."""
+        head, changed = shorten_head(messages, bounds.head_end, self.config, token_counts, self.counter, keep_prefix)
+        items = [PrunedItem(i, "pruned", _label(messages[i]), token_counts[i], after) for i, after in changed]
+        return head, items
 
     def _validate(
         self, messages: list[dict[str, Any]], stages: _Stages
@@ -475,14 +548,16 @@ class Compressor:
         stages: _Stages,
         tokens_before: int,
         bounds: Boundaries,
+        head: list[dict[str, Any]],
+        head_items: list[PrunedItem],
     ) -> CompressionResult:
         """Pruning old tool output was enough: everything left fits the tail, so there is nothing to summarize."""
-        items = [p for p in pruned.items if p.index >= bounds.head_end]
+        items = [*head_items, *(p for p in pruned.items if p.index >= bounds.head_end)]
         if not items:  # only the head was pruned, and the head is protected
             warning = CompressionWarning("nothing_to_compress", "nothing to compress: no middle segment")
             return self._unchanged(messages, stages, tokens_before, bounds, [warning])
-        # the head is protected: its original messages, never pruned (as in a full compression)
-        kept = messages[: bounds.head_end] + pruned.messages[bounds.head_end :]
+        # the head as in a full compression: its original messages, but for one too big to keep
+        kept = head + pruned.messages[bounds.head_end :]
         repaired, report, tokens_after = self._validate(kept, stages)
         if tokens_after >= tokens_before:
             warning = CompressionWarning("no_token_savings", "pruning tool output did not make the history smaller")
@@ -576,6 +651,13 @@ def _pins_facts(body: str, facts: Sequence[Fact]) -> bool:
     if any(line.startswith("- [") and line not in rendered for line in lines):
         return False
     return all(render_fact(f) in lines for f in facts if f.kind in _MUST_PIN)
+
+
+def _label(message: dict[str, Any]) -> str:
+    name = message.get("name")
+    if message.get("role") == "tool":
+        return name if isinstance(name, str) and name else "tool"
+    return str(message.get("role"))
 
 
 def _is_summary(message: Any) -> bool:

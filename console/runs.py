@@ -202,7 +202,8 @@ def _execute(run: CompressionRun) -> str | None:
     )
     _set(run, stage="write_back", heartbeat_at=timezone.now())
     output_keys = Message.store(result.messages)
-    status = Status.DEGRADED if "summary_failed" in result.warning_codes() else Status.SUCCEEDED
+    # a failed summary, an output still over the trigger, or nothing saved: never "succeeded"
+    status = Status.DEGRADED if result.degraded else Status.SUCCEEDED
     fields: dict[str, Any] = {
         "output_keys": output_keys,
         "was_compressed": result.was_compressed,

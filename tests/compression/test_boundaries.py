@@ -83,3 +83,43 @@ def test_it_ignores_a_tool_result_with_an_unhashable_call_id() -> None:
     history = [system(), user("a"), assistant("b"), {"role": "tool", "tool_call_id": [], "content": "x"}]
     b = resolve_boundaries(history, config(tail=5, head=1), token_counts=[10] * 4)
     assert b.head_end <= b.tail_start <= 3
+
+
+# --------------------------------------------------------------------------- the head obeys the budget
+
+
+def test_a_giant_tool_result_in_the_head_joins_the_middle() -> None:
+    history = [system(), user("fix it"), calls(call("a")), result("a", "x" * 8_000), *flat(20)[1:]]
+    cfg = CompressionConfig(context_window_tokens=4_000, protect_head_messages=4)
+    b = resolve_boundaries(history, cfg)
+    assert b.head_end == 2  # the system prompt and the first request stay; the call and its result move
+
+
+def test_the_head_keeps_what_fits_its_budget_and_the_first_request_whatever_its_size() -> None:
+    history = [system(), user("y " * 3_000), assistant("short"), *flat(20)[1:]]
+    cfg = CompressionConfig(context_window_tokens=4_000, protect_head_messages=3, head_tokens=100)
+    assert resolve_boundaries(history, cfg).head_end == 2
+    roomy = CompressionConfig(context_window_tokens=4_000, protect_head_messages=3, head_tokens=100_000)
+    assert resolve_boundaries(history, roomy).head_end == 3
+
+
+def test_the_head_never_gives_up_the_kept_prefix() -> None:
+    history = [system(), user("a"), assistant("x " * 3_000), *flat(20)[1:]]
+    cfg = CompressionConfig(context_window_tokens=4_000, head_tokens=50)
+    assert resolve_boundaries(history, cfg, keep_prefix=3).head_end == 3
+
+
+def test_shorten_head_shortens_what_must_stay_in_place_biggest_first() -> None:
+    from compression.boundaries import shorten_head
+    from compression.tokens import default_counter
+
+    big = "line of output\n" * 2_000
+    history = [system(), calls(call("a", "read_file", path="src/a.py")), result("a", big), user("go"), assistant("ok")]
+    cfg = CompressionConfig(context_window_tokens=4_000, head_tokens=200)
+    counts = default_counter.per_message(history)
+    head, changed = shorten_head(history, 4, cfg, counts)
+    assert [i for i, _ in changed] == [2]
+    assert head[2]["content"].startswith("[pruned] read_file: read file `src/a.py`")
+    assert head[0] is history[0] and head[3] is history[3] and history[2]["content"] == big
+    # a kept prefix is never rewritten
+    assert shorten_head(history, 4, cfg, counts, keep_prefix=3) == (history[:4], [])

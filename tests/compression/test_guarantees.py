@@ -15,7 +15,7 @@ from compression.summary_message import is_summary_message
 from compression.types import SummaryOutcome, SummaryRequest
 from tests.fakes.openai_server import FakeOpenAIServer
 
-from .builders import FakeSummarizer, assistant, call, calls, result, session, user
+from .builders import FakeSummarizer, assistant, call, calls, result, session, system, user
 from .secret_samples import SECRET_SAMPLES
 
 CONSTRAINT = "Do not touch infra/terraform."
@@ -189,3 +189,48 @@ def test_tail_results_pruned_for_facts_are_masked_too() -> None:
     # the result with the secret, shortened in the tail
     assert [p.kind for p in compressed.pruned if p.index == 28] == ["pruned"]
     assert raw_secrets_in([f.text for f in compressed.facts]) == []
+
+
+class TestTheHeadObeysTheBudget:
+    def test_a_2_mb_tool_result_in_the_head_is_archived_not_kept(self) -> None:
+        giant = "row,value\n" * 200_000  # ~2 MB
+        history = [system(), user("Load the data."), calls(call("h", "terminal", command="cat data.csv"))]
+        history += [result("h", giant, "terminal"), *session(30)[2:]]
+        c = compressor(FakeSummarizer(), protect_head_messages=4)
+        out = c.compress(history)
+        assert out.tokens_after <= c.config.trigger_tokens and not out.degraded
+        assert out.messages[:2] == history[:2] and all(m.get("content") != giant for m in out.messages)
+        assert out.archive is not None and out.archive.start == 2
+        assert out.archive.messages == history[2 : out.archive.end] and out.archive.verify()
+
+    def test_what_must_stay_in_the_head_is_shortened_in_place_and_its_facts_kept(self) -> None:
+        # an agent that reads a file before the first request: the read stays in the head, shortened
+        big = "FAILED tests/test_io.py::test_roundtrip - KeyError: 'encoding'\n" + "ok line\n" * 20_000
+        history = [system(), calls(call("r", "read_file", path="NOTES.md")), result("r", big, "read_file")]
+        history += session(30)[1:]
+        c = compressor(FakeSummarizer(), protect_head_messages=4)  # the head reaches the first request
+        out = c.compress(history)
+        assert out.tokens_after <= c.config.trigger_tokens and out.boundaries is not None
+        assert out.boundaries.head_end == 4 and out.messages[3] == history[3]
+        assert out.messages[2]["content"].startswith("[pruned] read_file: read file `NOTES.md`")
+        assert [(p.index, p.kind) for p in out.pruned if p.index < 3] == [(2, "pruned")]
+        assert any("KeyError: 'encoding'" in f.text for f in out.facts)
+
+    def test_when_the_fixed_part_cannot_fit_the_result_says_so_with_a_code(self) -> None:
+        history = [system(), user("spec " * 4_000), *session(20)[2:]]
+        out = compressor(FakeSummarizer()).compress(history)
+        assert out.was_compressed and out.tokens_after > 2_800
+        assert "fixed_part_over_trigger" in out.warning_codes() and out.degraded
+        assert all(isinstance(w.code, str) and str(w.message) for w in out.warnings)
+
+    def test_a_run_that_saves_nothing_is_degraded(self) -> None:
+        out = compressor(FakeSummarizer()).compress([system(), user("hi")])
+        assert not out.was_compressed and out.tokens_after == out.tokens_before and out.degraded
+
+    def test_the_summary_gives_way_when_head_summary_and_tail_overflow(self) -> None:
+        # a 2k window: the default summary cap (800 tokens) plus the tail would pass the 1,400-token trigger
+        history = session(40)
+        c = compressor(ExtractiveSummarizer(), context_window_tokens=2_000)
+        out = c.compress(history)
+        assert out.tokens_after <= c.config.trigger_tokens, out.warning_codes()
+        assert out.summary_text is not None and PINNED_HEADING in out.summary_text
