@@ -1,10 +1,11 @@
 """Output size guarantees on real agent runs: outputs over the trigger, per window.
 
-Run: .venv/bin/python bench/guarantees.py [--dir ../shared/real] [--windows 8000,16000,32000]
+Run: .venv/bin/python bench/guarantees.py --dir DIR [--windows 8000,16000,32000]
+(or set ``REAL_RUNS_DIR``)
 
 Reads every ``*.json`` run in ``--dir`` at run time (``{"messages": [...]}`` or a bare list; the runs
-are reference data and never part of this repository), compresses each one once per window with
-the offline summarizer, and counts:
+are reference data and never part of this repository), compresses each one that reaches the trigger once
+per window with the offline summarizer, and counts:
 
 - outputs over the trigger, split into those whose fixed part (system prompt, first and latest
   user messages) fits the trigger (each one a broken guarantee) and those where it cannot;
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from compression import CompressionConfig, Compressor, count_tokens, validate_messages
-from compression.messages import latest_user_index
+from compression import CompressionConfig, Compressor, validate_messages
+from compression.boundaries import SUMMARY_OVERHEAD_TOKENS, fixed_part_tokens
+from compression.pipeline import MIN_SUMMARY_TOKENS
 
 FLAGGED = {"fixed_part_over_trigger", "still_over_threshold", "no_token_savings", "nothing_to_compress"}
 
@@ -34,26 +37,19 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 
 def fixed_tokens(messages: list[dict[str, Any]]) -> int:
-    """System messages at the start, the first and the latest user message."""
-    keep: set[int] = set()
-    for i, m in enumerate(messages):
-        if m.get("role") not in ("system", "developer"):
-            break
-        keep.add(i)
-    first = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
-    latest = latest_user_index(messages)
-    keep.update(i for i in (first, latest) if i is not None)
-    return count_tokens([messages[i] for i in sorted(keep)])
+    """System messages at the start, the first and the latest user message, and the smallest summary message:
+    what every output holds. Over the trigger, no output can fit (the library flags it)."""
+    return fixed_part_tokens(messages) + SUMMARY_OVERHEAD_TOKENS + MIN_SUMMARY_TOKENS
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "real"))
+    parser.add_argument("--dir", default=os.environ.get("REAL_RUNS_DIR", ""), help="a directory of chat-format runs")
     parser.add_argument("--windows", default="8000,16000,32000")
     args = parser.parse_args()
-    files = sorted(Path(args.dir).glob("*.json"))
+    files = sorted(Path(args.dir).glob("*.json")) if args.dir else []
     if not files:
-        print(f"no runs in {args.dir}: nothing to measure")
+        print("no runs given (--dir or REAL_RUNS_DIR): nothing to measure")
         return
     runs = [(f.name, load(f)) for f in files]
     print(f"{len(runs)} runs from {args.dir}")
@@ -64,8 +60,13 @@ def main() -> None:
         over_fits = over_big = unflagged = saved_nothing = invalid = 0
         worst = 0.0
         details = []
+        measured = 0
         for name, messages in runs:
-            result = Compressor(config).compress(messages)
+            compressor = Compressor(config)
+            if not compressor.should_compress(messages):
+                continue  # under the trigger: a runtime would not compress it
+            measured += 1
+            result = compressor.compress(messages)
             after = result.tokens_after
             worst = max(worst, after / trigger)
             if validate_messages(result.messages, "strict"):
@@ -83,7 +84,7 @@ def main() -> None:
                     f" fixed={fixed_tokens(messages)} {result.warning_codes()}"
                 )
         print(
-            f"{window:>6}  {len(runs):>4}  {over_fits:>16}  {over_big:>19}  {unflagged:>9}  {saved_nothing:>13}"
+            f"{window:>6}  {measured:>4}  {over_fits:>16}  {over_big:>19}  {unflagged:>9}  {saved_nothing:>13}"
             f"  {invalid:>7}  {worst:>17.2f}"
         )
         for line in details:

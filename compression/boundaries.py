@@ -26,6 +26,9 @@ class Boundaries:
     tail_start: int
     total: int
     tail_tokens: int = 0
+    #: the latest user message, when it lies in the middle but is kept verbatim just before the tail
+    #: (the work since it did not fit the tail); it is archived and summarized with the middle too
+    lifted: int | None = None
 
     @property
     def middle_size(self) -> int:
@@ -151,8 +154,10 @@ def resolve_boundaries(
       it will be output, when ``messages`` were pruned; default ``token_counts``);
     - tail: the newest messages within ``config.effective_tail_tokens``, extended
       backward so an assistant ``tool_calls`` message stays with all its results;
+    - the tail leaves room under the trigger for the head and a summary;
     - the latest user message is always kept verbatim: in the tail, or in the
-      head when it lies there;
+      head when it lies there; when the work since it does not fit the tail, it is
+      ``lifted``: archived with the middle, and output again just before the tail;
     - an earlier summary (and its bridge) past ``keep_prefix`` is never part of
       the head, so a later compression updates it instead of freezing it;
     - the tail holds at least the last message (with its call, when it is a result),
@@ -173,27 +178,53 @@ def resolve_boundaries(
     required = required_head_end(messages, head_end, keep_prefix)
     head_end = _fit_head(messages, head_token_counts or token_counts, required, head_end, config.effective_head_tokens)
 
-    budget = config.effective_tail_tokens
+    # what the trigger leaves for the tail once the head and a summary are in
+    room = config.trigger_tokens - sum((head_token_counts or token_counts)[:head_end]) - summary_reserve(config)
+    calls = call_index(messages)
+    tail_start = _tail_start(messages, token_counts, head_end, min(config.effective_tail_tokens, room), calls)
+    latest_user = _latest_real_user(messages)
+    lifted = None
+    if latest_user is not None and head_end <= latest_user < tail_start:
+        extended = _align(messages, head_end, latest_user, calls)
+        if sum(token_counts[extended:]) <= max(room, config.effective_tail_tokens):
+            tail_start = extended
+        else:
+            # the work done since the latest request does not fit: it is summarized, and the request
+            # itself is lifted out of the middle, kept verbatim just before the tail
+            lifted = latest_user
+            budget = min(config.effective_tail_tokens, room - token_counts[latest_user])
+            tail_start = max(tail_start, _tail_start(messages, token_counts, head_end, budget, calls))
+    if tail_start > head_end:
+        tail_start = _fold_summary(messages, head_end, tail_start, None if lifted else latest_user, calls)
+    tail_tokens = sum(token_counts[tail_start:]) + (token_counts[lifted] if lifted is not None else 0)
+    return Boundaries(head_end=head_end, tail_start=tail_start, total=n, tail_tokens=tail_tokens, lifted=lifted)
+
+
+#: tokens of the summary message's header, the bridge and the acknowledgement around a summary body
+SUMMARY_OVERHEAD_TOKENS = 80
+
+
+def summary_reserve(config: CompressionConfig) -> int:
+    """Tokens the boundaries leave under the trigger for the summary message (the summary gives way past it)."""
+    return min(config.effective_summary_max_tokens, config.trigger_tokens // 4) + SUMMARY_OVERHEAD_TOKENS
+
+
+def _tail_start(
+    messages: Sequence[Any], counts: Sequence[int], head_end: int, budget: int, calls: dict[str, tuple[int, Any]]
+) -> int:
+    """Start of the newest messages within ``budget`` (at least the last one), aligned to its calls."""
+    n = len(messages)
     total = 0
     tail_start = n
     for i in range(n - 1, head_end - 1, -1):
-        total += token_counts[i]
+        total += counts[i]
         if total > budget:
             break
         tail_start = i
-
     if tail_start == n and n > head_end:
         # never an empty tail: the last message may be an in-flight call whose results are still coming
         tail_start = n - 1
-    calls = call_index(messages)
-    tail_start = _align(messages, head_end, tail_start, calls)
-    latest_user = _latest_real_user(messages)
-    if latest_user is not None and head_end <= latest_user < tail_start:
-        tail_start = _align(messages, head_end, latest_user, calls)
-    if tail_start > head_end:
-        tail_start = _fold_summary(messages, head_end, tail_start, latest_user, calls)
-    tail_tokens = sum(token_counts[tail_start:])
-    return Boundaries(head_end=head_end, tail_start=tail_start, total=n, tail_tokens=tail_tokens)
+    return _align(messages, head_end, tail_start, calls)
 
 
 #: characters of a shortened head message's text that stay (head and tail around an omitted marker)

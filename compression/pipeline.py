@@ -16,7 +16,13 @@ from typing import Any
 
 from .archive import Archive
 from .assemble import assemble, is_inserted_message, render_failure_body
-from .boundaries import Boundaries, fixed_part_tokens, resolve_boundaries, shorten_head
+from .boundaries import (
+    SUMMARY_OVERHEAD_TOKENS,
+    Boundaries,
+    fixed_part_tokens,
+    resolve_boundaries,
+    shorten_head,
+)
 from .config import CompressionConfig
 from .messages import latest_user_index
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
@@ -28,7 +34,7 @@ from .validate import Profile, RepairReport, repair_messages, validate_messages
 STAGES = ("prune", "boundaries", "archive", "summarize", "assemble", "validate")
 
 #: a summary is not cut below this many tokens to fit the output under the trigger
-_MIN_SUMMARY_TOKENS = 64
+MIN_SUMMARY_TOKENS = 64
 
 #: warning codes that make a result :attr:`CompressionResult.degraded`
 DEGRADED_CODES = frozenset({"summary_failed", "still_over_threshold", "fixed_part_over_trigger", "no_token_savings"})
@@ -436,12 +442,14 @@ class Compressor:
         )
         head = plan.head  # original messages, but for one too big to keep (stage 2)
         tail = plan.pruned.messages[bounds.tail_start :]
+        if bounds.lifted is not None:  # the latest request, archived with the work since it, stays verbatim
+            tail = [plan.messages[bounds.lifted], *tail]
         assembled = assemble(head, tail, body, header)
         # the summary gives way when head + summary + tail is over the trigger (a small window, a big tail)
         for _ in range(3):
             over = self.counter.count(assembled) - self.config.trigger_tokens
             size = self.counter.text(body)
-            if over <= 0 or size - over - 16 < _MIN_SUMMARY_TOKENS:
+            if over <= 0 or size - over - 16 < MIN_SUMMARY_TOKENS:
                 break
             smaller = self._shrunk_body(body, outcome, plan, size - over - 16)
             if self.counter.text(smaller) >= size:
@@ -511,12 +519,12 @@ class Compressor:
         if result.tokens_after <= trigger:
             return result
         fixed = fixed_part_tokens(messages, self.counter, keep_prefix)
-        if fixed > trigger:
+        if fixed + SUMMARY_OVERHEAD_TOKENS + MIN_SUMMARY_TOKENS > trigger:
             result.warnings.append(
                 CompressionWarning(
                     "fixed_part_over_trigger",
-                    f"the system prompt, the first and the latest user messages (and the kept prefix) alone take "
-                    f"{fixed} tokens, over the trigger ({trigger}): no compression can get under it",
+                    f"the system prompt, the first and the latest user messages (and the kept prefix) take "
+                    f"{fixed} tokens: with the smallest summary they leave no room under the trigger ({trigger})",
                 )
             )
         return result

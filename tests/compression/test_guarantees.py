@@ -13,6 +13,7 @@ from compression.pipeline import Compressor
 from compression.summarize import ExtractiveSummarizer, OpenAISummarizer
 from compression.summary_message import is_summary_message
 from compression.types import SummaryOutcome, SummaryRequest
+from compression.validate import validate_messages
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from .builders import FakeSummarizer, assistant, call, calls, result, session, system, user
@@ -234,3 +235,36 @@ class TestTheHeadObeysTheBudget:
         out = c.compress(history)
         assert out.tokens_after <= c.config.trigger_tokens, out.warning_codes()
         assert out.summary_text is not None and PINNED_HEADING in out.summary_text
+
+
+class TestTheTailLeavesRoom:
+    def long_run_after_the_latest_request(self) -> list[dict[str, Any]]:
+        """tau-bench style: the user's latest turn, then a long run of tool calls answering it."""
+        history = session(6) + [user("Downgrade all my reservations to economy, please.")]
+        for n in range(40):
+            history += [
+                calls(call(f"r{n}", "get_reservation_details", reservation_id=f"R{n:04d}"), text=f"Checking R{n:04d}."),
+                result(f"r{n}", json.dumps({"reservation_id": f"R{n:04d}", "cabin": "business"} | {"x": "y" * 600})),
+            ]
+        return history + [assistant("All forty reservations are downgraded.")]
+
+    def test_the_latest_request_is_lifted_when_the_work_since_it_cannot_fit(self) -> None:
+        history = self.long_run_after_the_latest_request()
+        c = compressor(FakeSummarizer())
+        out = c.compress(history)
+        latest = len(session(6))
+        assert out.boundaries is not None and out.boundaries.lifted == latest
+        assert out.tokens_after <= c.config.trigger_tokens and not out.degraded
+        assert out.archive is not None and out.archive.start <= latest < out.archive.end
+        assert out.archive.messages == history[out.archive.start : out.archive.end]
+        summary = next(i for i, m in enumerate(out.messages) if is_summary_message(m))
+        assert out.messages[summary + 1 : summary + 3] == [
+            {"role": "assistant", "content": out.messages[summary + 1]["content"]},
+            history[latest],
+        ]
+        assert validate_messages(out.messages) == []
+
+    def test_it_is_not_lifted_when_the_work_fits(self) -> None:
+        history = self.long_run_after_the_latest_request()
+        out = compressor(FakeSummarizer(), context_window_tokens=64_000).compress(history)
+        assert out.boundaries is not None and out.boundaries.lifted is None
