@@ -204,9 +204,24 @@ def describe_tool_result(tool: str, arguments: str, content: str) -> str:
         parts = [p for p in tool.split("__")[1:] if p]
         label = "/".join(parts) if parts else tool
         called = f" called with{quoted}" if key else " called"
-        return f"{PRUNED_PREFIX} mcp {label}:{called} - {chars} chars, {lines} lines output"
+        return f"{PRUNED_PREFIX} mcp {label}:{called} - {chars} chars, {lines} lines output{_first_line(content)}"
     called = f" called with{quoted}" if key else " called"
-    return f"{PRUNED_PREFIX} {tool}:{called} - {chars} chars, {lines} lines output"
+    # nothing is known about what an unknown tool prints: its first line often says how it went
+    return f"{PRUNED_PREFIX} {tool}:{called} - {chars} chars, {lines} lines output{_first_line(content)}"
+
+
+#: how much of an unknown tool's first output line a description quotes
+FIRST_LINE_CHARS = 100
+
+
+def _first_line(content: str) -> str:
+    """``: <first non-blank line>`` of ``content``, cut to :data:`FIRST_LINE_CHARS`; ``""`` when blank."""
+    line = next((ln.strip() for ln in content[: FIRST_LINE_CHARS * 8].splitlines() if ln.strip()), "")
+    if not line:
+        return ""
+    if len(line) > FIRST_LINE_CHARS:
+        line = line[: FIRST_LINE_CHARS - 3].rstrip() + "..."
+    return f": {line}"
 
 
 def _truncate_value(value: Any, limit: int) -> tuple[Any, bool]:

@@ -9,6 +9,7 @@ costs the new messages only.
 from __future__ import annotations
 
 import functools
+import json
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -131,6 +132,8 @@ class TokenCounter:
                         total += self._text(name)
                     if isinstance(args, str):
                         total += self._text(args)
+                    elif args is not None:  # a dict (some runtimes keep arguments parsed): its JSON is sent
+                        total += self._text(_json_text(args))
         return total
 
     def per_message(self, messages: Sequence[Any]) -> list[int]:
@@ -144,6 +147,13 @@ class TokenCounter:
         self._enc()
         count = self._message
         return sum(count(m) for m in messages if isinstance(m, dict))
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 #: cache owner standing for "no tokenizer, character estimate"

@@ -8,8 +8,9 @@ Two profiles:
   message. Calls at the very end of the history whose results have not
   arrived yet are *in flight* and valid.
 - ``strict``: adds what the pickiest providers require: system messages only
-  at the start, the first other message is from the user, and never two user
-  or two assistant messages in a row.
+  at the start, the first other message is from the user, never two user
+  or two assistant messages in a row, and no tool-call id used by two messages
+  (old OpenAI logs reuse ids across turns; strict providers reject it).
 
 ``repair_messages`` never mutates its input and its output always validates
 under the profile it was asked for.
@@ -21,7 +22,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .messages import ROLES
+from .messages import ROLES, tool_call_ids
 from .summary_message import is_summary_message
 
 Profile = Literal["openai", "strict"]
@@ -181,11 +182,16 @@ def _strict_violations(messages: list[Any]) -> list[Violation]:
     out: list[Violation] = []
     seen_other = False
     previous: str | None = None
+    ids: set[str] = set()  # tool-call ids of earlier messages
     for i, m in enumerate(messages):
         role = m.get("role") if isinstance(m, dict) else None
         if not isinstance(role, str) or role not in ROLES:
             previous = None
             continue
+        mine = set(tool_call_ids(m))
+        for cid in sorted(mine & ids):
+            out.append(Violation(i, "duplicate_tool_call_id", f"tool call id {cid!r} is used by an earlier message"))
+        ids |= mine
         if role in _SYSTEM_ROLES:
             if seen_other:
                 out.append(Violation(i, "system_not_at_start", "system message after the conversation started"))
@@ -336,6 +342,7 @@ def repair_messages(messages: Any, profile: Profile = "openai") -> tuple[list[di
 
     last_non_tool = max((pos for pos, (_, m) in enumerate(items) if m["role"] != "tool"), default=-1)
     position = {i: pos for pos, (i, _) in enumerate(items)}
+    renamer = _Renamer(items) if profile == "strict" else None
 
     # pass 3: emit every call followed by its results; patch what can no longer arrive
     out: list[dict[str, Any]] = []
@@ -346,6 +353,9 @@ def repair_messages(messages: Any, profile: Profile = "openai") -> tuple[list[di
         if m["role"] != "assistant" or not m.get("tool_calls"):
             continue
         got = results.get(pos, [])
+        if renamer is not None:
+            out[-1], got = renamer.unique(pos, i, m, got, report)
+            m = out[-1]
         for k, (ri, r) in enumerate(got):
             out.append(r)
             if position[ri] != pos + 1 + k:
@@ -360,6 +370,51 @@ def repair_messages(messages: Any, profile: Profile = "openai") -> tuple[list[di
     if profile == "strict":
         out = _repair_strict(out, report)
     return out, report
+
+
+class _Renamer:
+    """Gives every tool-call id one message (strict profile): an id an assistant message shares with a later
+    one is renamed there, in the call and its results together. The last use keeps its id, so results of a
+    call still in flight, which will carry it, still match."""
+
+    def __init__(self, items: list[tuple[int, dict[str, Any]]]) -> None:
+        self.last: dict[str, int] = {}  # id -> position of the last message calling it
+        for pos, (_, m) in enumerate(items):
+            if m["role"] == "assistant":
+                for call in m.get("tool_calls") or ():
+                    self.last[call["id"]] = pos
+        self.taken = set(self.last)
+
+    def _fresh(self, cid: str) -> str:
+        n = 2
+        while f"{cid}_{n}" in self.taken:
+            n += 1
+        self.taken.add(f"{cid}_{n}")
+        return f"{cid}_{n}"
+
+    def unique(
+        self,
+        pos: int,
+        index: int,
+        message: dict[str, Any],
+        results: list[tuple[int, dict[str, Any]]],
+        report: RepairReport,
+    ) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
+        renames = {c["id"]: self._fresh(c["id"]) for c in message["tool_calls"] if self.last[c["id"]] != pos}
+        if not renames:
+            return message, results
+        calls = [{**c, "id": renames[c["id"]]} if c["id"] in renames else c for c in message["tool_calls"]]
+        report.fixed.append(
+            {"index": index, "changes": [f"tool call id {old!r} renamed {new!r}" for old, new in renames.items()]}
+        )
+        renamed = []
+        for ri, r in results:
+            new = renames.get(r["tool_call_id"])
+            if new is not None:
+                r = {**r, "tool_call_id": new}
+                report.fixed.append({"index": ri, "changes": [f"tool_call_id renamed {new!r} with its call"]})
+            renamed.append((ri, r))
+        return {**message, "tool_calls": calls}, renamed
 
 
 def _merge_content(a: Any, b: Any) -> Any:

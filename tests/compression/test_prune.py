@@ -30,13 +30,21 @@ def test_it_describes_reads_searches_and_unknown_tools() -> None:
     )
     assert (
         describe_tool_result("calendar_list", "{}", "x" * 50)
-        == "[pruned] calendar_list: called - 50 chars, 1 lines output"
+        == "[pruned] calendar_list: called - 50 chars, 1 lines output: " + "x" * 50
     )
+
+
+def test_unknown_tools_keep_the_first_line_of_their_output() -> None:
+    output = "\n  status: 409 conflict (seat already taken)\n" + "detail line\n" * 200
+    line = describe_tool_result("book_seat", '{"id": "A12"}', output)
+    assert line.endswith("lines output: status: 409 conflict (seat already taken)")
+    assert describe_tool_result("book_seat", "{}", "{" + '"k": "v", ' * 100 + "}").endswith("...")
+    assert describe_tool_result("book_seat", "{}", "   \n\n").endswith("lines output")
 
 
 def test_it_describes_mcp_tools_by_server_and_tool() -> None:
     line = describe_tool_result("mcp__github__get_issue", '{"id": "42"}', "body")
-    assert line == "[pruned] mcp github/get_issue: called with `42` - 4 chars, 1 lines output"
+    assert line == "[pruned] mcp github/get_issue: called with `42` - 4 chars, 1 lines output: body"
 
 
 def test_it_shortens_long_key_arguments() -> None:

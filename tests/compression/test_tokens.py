@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from compression import tokens
@@ -84,3 +86,16 @@ def test_it_starts_over_when_the_cache_is_full() -> None:
     for i in range(10):
         counter.text(f"text {i}")
     assert len(counter._cache) <= 3
+
+
+def test_dict_valued_tool_arguments_are_counted_like_their_json() -> None:
+
+    args = {"path": "src/billing/invoice_renderer.py", "content": "def render():\n    return 42\n" * 20}
+    as_dict = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "write_file", "arguments": args}},
+    ]}  # fmt: skip
+    as_text = {**as_dict, "tool_calls": [{**as_dict["tool_calls"][0], "function": {
+        "name": "write_file", "arguments": json.dumps(args, ensure_ascii=False),
+    }}]}  # fmt: skip
+    counter = TokenCounter()
+    assert counter.message(as_dict) == counter.message(as_text) > 100

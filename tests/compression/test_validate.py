@@ -144,3 +144,50 @@ def test_it_is_idempotent(profile: str) -> None:
 def test_it_rejects_an_unknown_profile() -> None:
     with pytest.raises(ValueError):
         validate_messages([], "anthropic")  # type: ignore[arg-type]
+
+
+class TestToolCallIdsRepeatedAcrossMessages:
+    """Old OpenAI logs (tau-bench's gpt-4o runs) reuse ids across turns; strict providers reject it."""
+
+    def history(self) -> list[dict]:
+        return [
+            user("book it"),
+            calls(call("call_1", "search")),
+            result("call_1", "3 flights"),
+            assistant("Found three."),
+            user("the first one"),
+            calls(call("call_1", "book")),
+            result("call_1", "booked"),
+            assistant("Booked."),
+            user("and a seat"),
+            calls(call("call_1", "seat")),  # in flight: its result will come with this id
+        ]
+
+    def test_the_strict_profile_reports_them(self) -> None:
+        violations = validate_messages(self.history(), "strict")
+        assert [(v.index, v.code) for v in violations] == [(5, "duplicate_tool_call_id"), (9, "duplicate_tool_call_id")]
+        assert validate_messages(self.history()) == []  # the openai profile accepts them
+
+    def test_repair_renames_a_call_and_its_result_together_and_keeps_the_last_id(self) -> None:
+        fixed, report = repair_messages(self.history(), "strict")
+        assert validate_messages(fixed, "strict") == []
+        ids = [(m["role"], m.get("tool_call_id") or m["tool_calls"][0]["id"]) for m in fixed if m["role"] != "user"
+               and (m.get("tool_calls") or m["role"] == "tool")]  # fmt: skip
+        assert ids == [
+            ("assistant", "call_1_2"),
+            ("tool", "call_1_2"),
+            ("assistant", "call_1_3"),
+            ("tool", "call_1_3"),
+            ("assistant", "call_1"),
+        ]
+        assert [m["content"] for m in fixed if m["role"] == "tool"] == ["3 flights", "booked"]
+        assert any("renamed" in " ".join(f["changes"]) for f in report.fixed)
+        again, second = repair_messages(fixed, "strict")
+        assert again == fixed and not second.changed
+
+    def test_a_fresh_id_never_collides_with_one_in_use(self) -> None:
+        history = [user("go"), calls(call("a")), result("a"), calls(call("a_2")), result("a_2")]
+        history += [user("again"), calls(call("a")), result("a")]
+        fixed, _ = repair_messages(history, "strict")
+        assert validate_messages(fixed, "strict") == []
+        assert [m["tool_call_id"] for m in fixed if m["role"] == "tool"] == ["a_3", "a_2", "a"]
