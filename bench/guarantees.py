@@ -5,11 +5,12 @@ Run: .venv/bin/python bench/guarantees.py --dir DIR [--windows 8000,16000,32000]
 
 Reads every ``*.json`` run in ``--dir`` at run time (``{"messages": [...]}`` or a bare list; the runs
 are reference data and never part of this repository), compresses each one that reaches the trigger once
-per window with the offline summarizer, and counts:
+per window with the offline summarizer and the strict profile, and counts:
 
 - outputs over the trigger, split into those whose fixed part (system prompt, first and latest
-  user messages) fits the trigger (each one a broken guarantee) and those where it cannot;
-- outputs over the trigger that carry no ``over_budget``-style warning code (unflagged);
+  user messages, the smallest summary message) fits the trigger (each one a broken guarantee)
+  and those where it cannot;
+- outputs over the trigger that carry none of the warning codes saying so (unflagged);
 - runs that saved nothing (tokens after >= before);
 - outputs that do not validate under the strict profile.
 
@@ -62,7 +63,7 @@ def main() -> None:
         details = []
         measured = 0
         for name, messages in runs:
-            compressor = Compressor(config)
+            compressor = Compressor(config, profile="strict")
             if not compressor.should_compress(messages):
                 continue  # under the trigger: a runtime would not compress it
             measured += 1

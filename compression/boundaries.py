@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .config import CompressionConfig
-from .messages import call_index, content_text, role_of
+from .messages import call_index, content_text, role_of, tool_call_ids
 from .summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message
 from .tokens import TokenCounter, default_counter
 
@@ -81,12 +81,36 @@ def _fold_summary(
     return _align(messages, end - 1, end, calls) if end > tail_start else tail_start
 
 
-def _align(messages: Sequence[Any], head_end: int, tail_start: int, calls: dict[str, tuple[int, Any]]) -> int:
-    """Move ``tail_start`` back until no tail message is separated from its call (or results)."""
+def _align(
+    messages: Sequence[Any],
+    head_end: int,
+    tail_start: int,
+    calls: dict[str, tuple[int, Any]],
+    counts: Sequence[int] | None = None,
+    budget: int | None = None,
+) -> int:
+    """Move ``tail_start`` back until no tail message is separated from its call (or results).
+
+    A result out of place (other messages between it and its call) pulls its call back into the tail
+    only while the tail stays within ``budget`` (tokens, with ``counts``): past it, the result is left
+    alone (the validator drops it; its call is archived) rather than drag everything between them in."""
     scanned_to = len(messages)  # tail messages from here on are checked already
     while True:
-        while head_end < tail_start < len(messages) and role_of(messages[tail_start]) == "tool":
-            tail_start -= 1
+        if head_end < tail_start < len(messages) and role_of(messages[tail_start]) == "tool":
+            # results at the tail's start go with the call right before them; orphans (no such call) stay put
+            # rather than drag whatever precedes them (a giant message) into the tail
+            j = tail_start
+            while j > head_end and role_of(messages[j - 1]) == "tool":
+                j -= 1
+            ids = {str(messages[k].get("tool_call_id")) for k in range(j, tail_start + 1)}
+            if j > head_end and ids & set(tool_call_ids(messages[j - 1])):
+                end = tail_start  # past the last result of that call
+                while end < len(messages) and role_of(messages[end]) == "tool":
+                    end += 1
+                too_big = budget is not None and counts is not None and sum(counts[j - 1 :]) > budget
+                # a call too big for the tail goes to the middle with its results, unless they end the
+                # history (more results of its calls may still be coming)
+                tail_start = end if too_big and end < len(messages) else j - 1
         target = tail_start
         for i in range(tail_start, scanned_to):
             m = messages[i]
@@ -94,11 +118,21 @@ def _align(messages: Sequence[Any], head_end: int, tail_start: int, calls: dict[
                 cid = m.get("tool_call_id")
                 entry = calls.get(cid) if isinstance(cid, str) else None
                 if entry is not None and head_end <= entry[0] < target:
+                    too_big = budget is not None and counts is not None and sum(counts[entry[0] :]) > budget
+                    if too_big and not _right_after_its_call(messages, i, cid):
+                        continue
                     target = entry[0]
         scanned_to = tail_start
         if target == tail_start:
             return tail_start
         tail_start = target
+
+
+def _right_after_its_call(messages: Sequence[Any], index: int, cid: Any) -> bool:
+    j = index
+    while j > 0 and role_of(messages[j - 1]) == "tool":
+        j -= 1
+    return j > 0 and cid in tool_call_ids(messages[j - 1])
 
 
 def required_head_end(messages: Sequence[Any], head_end: int, keep_prefix: int = 0) -> int:
@@ -180,20 +214,21 @@ def resolve_boundaries(
 
     # what the trigger leaves for the tail once the head and a summary are in
     room = config.trigger_tokens - sum((head_token_counts or token_counts)[:head_end]) - summary_reserve(config)
+    limit = max(room, config.effective_tail_tokens)  # how far alignment may grow the tail
     calls = call_index(messages)
-    tail_start = _tail_start(messages, token_counts, head_end, min(config.effective_tail_tokens, room), calls)
+    tail_start = _tail_start(messages, token_counts, head_end, min(config.effective_tail_tokens, room), calls, limit)
     latest_user = _latest_real_user(messages)
     lifted = None
     if latest_user is not None and head_end <= latest_user < tail_start:
         extended = _align(messages, head_end, latest_user, calls)
-        if sum(token_counts[extended:]) <= max(room, config.effective_tail_tokens):
+        if sum(token_counts[extended:]) <= limit:
             tail_start = extended
         else:
             # the work done since the latest request does not fit: it is summarized, and the request
             # itself is lifted out of the middle, kept verbatim just before the tail
             lifted = latest_user
             budget = min(config.effective_tail_tokens, room - token_counts[latest_user])
-            tail_start = max(tail_start, _tail_start(messages, token_counts, head_end, budget, calls))
+            tail_start = max(tail_start, _tail_start(messages, token_counts, head_end, budget, calls, limit))
     if tail_start > head_end:
         tail_start = _fold_summary(messages, head_end, tail_start, None if lifted else latest_user, calls)
     tail_tokens = sum(token_counts[tail_start:]) + (token_counts[lifted] if lifted is not None else 0)
@@ -210,9 +245,15 @@ def summary_reserve(config: CompressionConfig) -> int:
 
 
 def _tail_start(
-    messages: Sequence[Any], counts: Sequence[int], head_end: int, budget: int, calls: dict[str, tuple[int, Any]]
+    messages: Sequence[Any],
+    counts: Sequence[int],
+    head_end: int,
+    budget: int,
+    calls: dict[str, tuple[int, Any]],
+    limit: int,
 ) -> int:
-    """Start of the newest messages within ``budget`` (at least the last one), aligned to its calls."""
+    """Start of the newest messages within ``budget`` (at least the last one), aligned to its calls
+    while the tail stays within ``limit``."""
     n = len(messages)
     total = 0
     tail_start = n
@@ -224,14 +265,17 @@ def _tail_start(
     if tail_start == n and n > head_end:
         # never an empty tail: the last message may be an in-flight call whose results are still coming
         tail_start = n - 1
-    return _align(messages, head_end, tail_start, calls)
+    return _align(messages, head_end, tail_start, calls, counts, limit)
 
 
-#: characters of a shortened head message's text that stay (head and tail around an omitted marker)
+#: characters of a shortened head message's text that stay at most / at least (head and tail around a marker)
 HEAD_KEEP_CHARS = 1_200
+HEAD_MIN_CHARS = 120
 
 
-def _shortened(message: dict[str, Any], calls: dict[str, tuple[int, Any]], max_arg_chars: int) -> dict[str, Any]:
+def _shortened(
+    message: dict[str, Any], calls: dict[str, tuple[int, Any]], max_arg_chars: int, keep_chars: int
+) -> dict[str, Any]:
     """A head message that is too big, shortened the way stage 1 prunes: a tool result becomes its
     one-line description, long call arguments are cut inside the JSON, other text keeps head and tail."""
     from .prune import describe_tool_result, truncate_arguments
@@ -249,14 +293,15 @@ def _shortened(message: dict[str, Any], calls: dict[str, tuple[int, Any]], max_a
         description = describe_tool_result(tool, args if isinstance(args, str) else "", text)
         return {**message, "content": description} if len(description) < len(text) else message
     new = message
-    if len(text) > HEAD_KEEP_CHARS:
-        new = {**new, "content": head_tail(text, HEAD_KEEP_CHARS)}
+    if len(text) > keep_chars:
+        new = {**new, "content": head_tail(text, keep_chars)}
     if isinstance(message.get("tool_calls"), list):
         shortened = []
         for c in message["tool_calls"]:
             fn = c.get("function") if isinstance(c, dict) else None
             args = fn.get("arguments") if isinstance(fn, dict) else None
-            short = truncate_arguments(args, max_arg_chars) if isinstance(args, str) else None
+            limit = max(64, min(max_arg_chars, keep_chars // max(1, len(message["tool_calls"]))))
+            short = truncate_arguments(args, limit) if isinstance(args, str) else None
             if short is not None and isinstance(c, dict) and isinstance(fn, dict):
                 c = {**c, "function": {**fn, "arguments": short}}
             shortened.append(c)
@@ -297,7 +342,11 @@ def shorten_head(
     for i in sorted((i for i in range(head_end) if i not in fixed), key=lambda i: -token_counts[i]):
         if total <= budget:
             break
-        new = _shortened(head[i], calls, config.max_tool_arg_chars)
+        # keep what the budget leaves, at this message's own characters per token
+        left = max(0, token_counts[i] - (total - budget)) * 4 // 5  # a margin: cut text counts a little more
+        chars_per_token = len(content_text(head[i])) / max(1, token_counts[i])
+        keep = max(HEAD_MIN_CHARS, min(HEAD_KEEP_CHARS, int(left * chars_per_token)))
+        new = _shortened(head[i], calls, config.max_tool_arg_chars, keep)
         if new is head[i]:
             continue
         after = counter.message(new)
