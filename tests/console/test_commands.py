@@ -123,7 +123,7 @@ def test_it_accepts_chinese_names():
 def compressed(django_capture_on_commit_callbacks, monkeypatch, settings):
     """The WeChat sample after one real compression: a run, an archive, a summary, a drift case with a comment."""
     settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "", ""  # the offline summarizer
-    monkeypatch.setattr("console.tasks.check_drift_task.delay", lambda pk: None)
+    monkeypatch.setattr("console.tasks.check_drift_task.apply_async", lambda *args, **kwargs: None)
     run("import_sessions", str(SAMPLES / "wechat_wxid_demo01.jsonl"))
     session = Session.objects.get(key="wechat:wxid_demo01")
     Session.objects.filter(pk=session.pk).update(context_window_tokens=2000)
