@@ -24,32 +24,12 @@ from tests.console.test_api import Api, issue_key
 from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.faults.conftest import PrivateRedis
+from tests.faults.sessions import conversation
 
 pytestmark = [pytest.mark.faults, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 WINDOW = 3400  # trigger at 2,380 tokens
-CONSTRAINT = "先不要修改部署脚本。Do not modify the deploy script."
 INVERTED = "## Constraints and preferences\n- 用户要求修改部署脚本。\n\n## Progress and next steps\n- Proceed."
-
-
-def conversation(tag: str, turns: int) -> list[dict[str, Any]]:
-    """A coding session of ``turns`` exchanges (about 95 tokens each); the user's constraint is in turn 1."""
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a coding agent working in the export-service repository."},
-        {"role": "user", "content": f"[{tag}] The nightly export job times out; find out why and fix it."},
-    ]
-    for n in range(turns):
-        ask = CONSTRAINT if n == 1 else f"[{tag}] Step {n}: check fetch_batch and the statement timeout again."
-        messages += [
-            {"role": "user", "content": ask},
-            {
-                "role": "assistant",
-                "content": f"[{tag}] Step {n}: fetch_batch reads 5000 rows per query and the statement timeout "
-                "is 30 s; the slow part is the join on orders. Lowering the batch size to 500 keeps each "
-                f"query under 4 s in the dry run (run {n}).",
-            },
-        ]
-    return messages
 
 
 def sweep() -> dict[str, Any]:

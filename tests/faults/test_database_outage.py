@@ -49,9 +49,7 @@ def test_a_database_outage_answers_503_with_retry_after_for_pages_and_the_api(cl
     api = Client(raise_request_exception=False, headers={"Authorization": f"Bearer {clients['key']}"})
     answers = {
         "api read": api.get("/api/v1/sessions"),
-        "api write": api.post(
-            "/api/v1/sessions", {"key": "down:1", "messages": []}, content_type="application/json"
-        ),
+        "api write": api.post("/api/v1/sessions", {"key": "down:1", "messages": []}, content_type="application/json"),
         "page": clients["browser"].get("/"),
         "login page post": Client(raise_request_exception=False).post("/login/", {"username": "x", "password": "y"}),
     }
