@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from celery.app.task import Task
+from django.urls import reverse
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
@@ -204,7 +205,7 @@ def compress_offline() -> CompressionRun:
 
 
 @pytest.mark.django_db
-def test_a_run_that_would_only_lose_its_summary_waits_for_the_cooldown(model, eager):
+def test_a_run_that_would_only_lose_its_summary_waits_for_the_cooldown(model, eager, as_viewer):
     """Was: after one 429 every compression in the cooldown window was applied with "Summary unavailable"."""
     model.script("429", retry_after=60)
     first, _ = runs.request_compression(sample_session().key, config=ROOMY)
@@ -222,6 +223,8 @@ def test_a_run_that_would_only_lose_its_summary_waits_for_the_cooldown(model, ea
         assert "instead of compressing without a summary" in run.warnings[0]["message"]
         assert run.session.version == 1, "the session is left alone meanwhile"
     assert Archive.objects.filter(run=first).count() == 1
+    progress = as_viewer.get(reverse("run_progress", args=[first.pk])).content.decode()
+    assert "The summarizer is cooling down after a failure: this run waits until" in progress
     age(CompressionRun, first.pk, 30)
     age(CompressionRun, second.pk, 30)
     assert runs.recover_stale_runs()["resent"] == 0, "not before the cooldown ends"
