@@ -429,6 +429,10 @@ def recover_stale_runs(stale_after: float | None = None, queued_after: float | N
             moved = CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at)
             if moved.update(status=Status.FAILED, error=error, finished_at=now):
                 report["failed"] += 1
+    waiting = CompressionRun.objects.filter(status=Status.QUEUED, not_before__gt=now).select_related("session")
+    for run in waiting[:SWEEP_BATCH]:
+        if must_shrink_now(run):  # appends pushed it over its window meanwhile: it cannot wait any longer
+            CompressionRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(not_before=None, sent_at=None)
     queued = (
         CompressionRun.objects.filter(status=Status.QUEUED)
         .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))

@@ -22,6 +22,7 @@ from compression.types import SummaryRequest
 from console import runs, summaries
 from console.celery import tasks_inline
 from console.models import Archive, CompressionRun, SummarizerCooldown, Summary
+from console.services import append_messages
 from console.summarizers import build_summarizer
 from tests.console.factories import SMALL_WINDOW, sample_session
 from tests.console.test_api import Api, issue_key
@@ -256,6 +257,24 @@ def test_a_session_over_its_window_or_a_run_that_waited_long_enough_compresses_d
     age(CompressionRun, patient.pk, 1)
     assert runs.execute_run(patient.pk) == Status.DEGRADED
     assert len(model.requests) == 0
+
+
+@pytest.mark.django_db
+def test_a_run_waiting_for_the_cooldown_goes_now_once_appends_push_its_session_over_the_window(model, eager):
+    model.script("429", retry_after=60)
+    session = sample_session()
+    window = {"context_window_tokens": session.token_count + 200}
+    run, _ = runs.request_compression(session.key, config=window)
+    assert runs.execute_run(run.pk) == Status.QUEUED
+    age(CompressionRun, run.pk, 30)
+    assert runs.recover_stale_runs()["resent"] == 0, "it fits: it waits"
+
+    append_messages(session.key, conversation("more", 4))  # ~400 tokens: over the window now
+    assert runs.recover_stale_runs()["resent"] == 1
+
+    run.refresh_from_db()
+    assert run.status == Status.DEGRADED and run.applied, "compressed without its summary, as it must"
+    assert len(model.requests) == 1, "still no call during the cooldown"
 
 
 # --------------------------------------------------------------------------- waiters
