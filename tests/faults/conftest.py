@@ -7,6 +7,7 @@ connection pointed at a closed port.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -70,7 +71,10 @@ class PrivateRedis:
 @pytest.fixture(scope="module")
 def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRedis]:
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+        message = "redis-server is not installed (make test installs it: scripts/system-deps.sh)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
     server = PrivateRedis(tmp_path_factory.mktemp("redis"))
     server.start()
     try:
