@@ -390,6 +390,7 @@ def oncall_session() -> tuple[dict[str, Any], list[Message]]:
                 messages.append(tool(i, name, oncall_output(name, service, rng)))
         messages.append(assistant(oncall_finding(service, incident, rng)))
     messages.append(user("Hand over: summarize the open incidents and the rules I gave you this week."))
+    stamped = [clock.stamp(m, 20, 600) for m in messages]
     header = {
         "key": "slack:oncall-platform",
         "created_at": "2026-11-23T08:00:00",
@@ -399,7 +400,7 @@ def oncall_session() -> tuple[dict[str, Any], list[Message]]:
         "status": "active",
         "context_window_tokens": 32_000,
     }
-    return header, [clock.stamp(m, 20, 600) for m in messages]
+    return header, stamped
 
 
 def oncall_ask(service: str, incident: int, rng: random.Random) -> str:
