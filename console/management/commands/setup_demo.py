@@ -67,7 +67,9 @@ class Command(BaseCommand):
         growing = DEMO_DIR / GROWING_FILE
         imported = [p for p in files if p != growing]
         with contextlib.suppress(CommandError):  # import_sessions reported the file at fault; load the rest
-            call_command("import_sessions", *map(str, imported), skip_existing=True, stdout=self.stdout)
+            call_command(
+                "import_sessions", *map(str, imported), skip_existing=True, stdout=self.stdout, stderr=self.stderr
+            )
         keys = []
         for path in imported:
             with contextlib.suppress(InvalidSession):  # import_sessions reported it
