@@ -35,3 +35,15 @@ def test_no_tracked_file_names_a_machine_path():
 
 def test_no_coverage_data_is_tracked():
     assert not [name for name in tracked_files() if Path(name).name.startswith(".coverage")]
+
+
+def test_the_demo_sessions_are_what_make_demo_writes():
+    """The committed files and their generator agree (edit make_demo.py, then run it)."""
+    from console.demo.make_demo import render
+    from tests.samples import SAMPLES
+
+    written = render()
+    assert sorted(written) == sorted(p.name for p in SAMPLES.glob("*.json*"))
+    for name, text in written.items():
+        assert (SAMPLES / name).read_text(encoding="utf-8") == text, f"{name}: run console/demo/make_demo.py"
+    assert sum(len(text.encode()) for text in written.values()) < 2_000_000  # a few MB at most

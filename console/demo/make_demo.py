@@ -3,9 +3,10 @@
     .venv/bin/python console/demo/make_demo.py
 
 The project owns this data: every message is written here, deterministically (seeded random numbers,
-fixed timestamps), so running it again gives the same files byte for byte. ``setup_demo`` loads them for
-``make run`` and the tests read them through ``tests/samples.py``; what a test relies on is noted next to
-the message that carries it. Secrets below are fakes in the shapes the masking recognises.
+fixed timestamps), so running it again gives the same files byte for byte (tests/test_repository.py checks
+that the committed files are what it writes). ``setup_demo`` loads them for ``make run`` and the tests read
+them through ``tests/samples.py``; what a test relies on is noted in the docstring of the session holding
+it. Secrets below are fakes in the shapes the masking recognises.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import json
 import random
 import struct
 import zlib
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -65,14 +65,15 @@ class Clock:
         return {**message, "timestamp": self.now.isoformat(timespec="seconds")}
 
 
-def write_jsonl(name: str, header: dict[str, Any], messages: list[Message]) -> None:
+def jsonl(header: dict[str, Any], messages: list[Message]) -> str:
+    """An echo-agent session file: its metadata line, then a message per line."""
     lines = [json.dumps({"_type": "metadata", **header}, ensure_ascii=False)]
     lines += [json.dumps(m, ensure_ascii=False) for m in messages]
-    (OUT / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
-def write_json(name: str, messages: list[Message]) -> None:
-    (OUT / name).write_text(json.dumps(messages, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+def json_array(messages: list[Message]) -> str:
+    return json.dumps(messages, ensure_ascii=False, indent=1) + "\n"
 
 
 # --------------------------------------------------------------------------- WeChat: a personal assistant in Chinese
@@ -758,22 +759,23 @@ def accessibility_tree(rng: random.Random) -> str:
 # --------------------------------------------------------------------------- main
 
 
-def build() -> dict[str, str]:
-    """Write every file; return {name: text} of what was written."""
+def render() -> dict[str, str]:
+    """{file name: text} of every demo session."""
+    return {
+        "wechat_wxid_demo01.jsonl": jsonl(*wechat_session()),
+        "coding_export_job.json": json_array(coding_session()),
+        "slack_oncall_platform.jsonl": jsonl(*oncall_session()),
+        "secrets_and_html.json": json_array(secrets_session()),
+        "discord_design_review.jsonl": jsonl(*mcp_session()),
+    }
+
+
+def main() -> None:
     OUT.mkdir(exist_ok=True)
-    write_jsonl("wechat_wxid_demo01.jsonl", *wechat_session())
-    write_json("coding_export_job.json", coding_session())
-    write_jsonl("slack_oncall_platform.jsonl", *oncall_session())
-    write_json("secrets_and_html.json", secrets_session())
-    write_jsonl("discord_design_review.jsonl", *mcp_session())
-    return {p.name: p.read_text(encoding="utf-8") for p in sorted(OUT.iterdir())}
-
-
-def main() -> Iterator[str]:
-    for name, text in build().items():
-        yield f"{name}: {len(text.encode()):,} bytes"
+    for name, text in render().items():
+        (OUT / name).write_text(text, encoding="utf-8")
+        print(f"{name}: {len(text.encode()):,} bytes")
 
 
 if __name__ == "__main__":
-    for line in main():
-        print(line)
+    main()
