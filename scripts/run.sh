@@ -7,7 +7,7 @@ export DEBUG="${DEBUG:-true}"
 HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-8000}"
 #: seconds the children get to stop cleanly before they are killed
-GRACE="${STOP_GRACE_SECONDS:-8}"
+GRACE="${STOP_GRACE_SECONDS:-7}"
 
 $BIN/python manage.py migrate --no-input -v0
 if command -v msgfmt >/dev/null; then
