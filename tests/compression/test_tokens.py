@@ -3,6 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compression import tokens
 from compression.tokens import (
@@ -186,6 +188,7 @@ def test_a_large_batch_is_encoded_on_threads_with_the_same_counts(
     monkeypatch: pytest.MonkeyPatch, encode_spy: list[str]
 ) -> None:
     monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 1_000)
+    monkeypatch.setattr(tokens, "_fast_count", lambda enc: None)  # tiktoken alone (no bpe-openai wheel)
     history = [calls(call(f"c{i}", "terminal", cmd=f"make test {i}")) for i in range(50)]
     history += [result(f"c{i}", f"line {i} 第{i}条 " * (i + 1)) for i in range(50)]
     serial = TokenCounter(threads=1).per_message(history)
@@ -194,3 +197,46 @@ def test_a_large_batch_is_encoded_on_threads_with_the_same_counts(
     assert threaded.per_message(history) == serial
     assert encode_spy == []  # encoded in the pool, not one by one
     assert threaded.per_message(history) == serial  # and cached
+
+
+def tiktoken_count(text: str) -> int:
+    enc = tokens._encoding()
+    assert enc is not None
+    return len(enc.encode_ordinary(text))
+
+
+needs_fast = pytest.mark.skipif(
+    tokens._encoding() is None or tokens._fast_count(tokens._encoding()) is None, reason="bpe-openai not installed"
+)
+
+
+PIECES = [*"ab AZ09 \n\t\r.,'\"-_/(){}<>|é😀", "'s", "'ll", "  ", "\n\n", "你好", "<|endoftext|>"]
+
+
+@needs_fast
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=80).map("".join) | st.text())
+def test_the_fast_counter_counts_as_tiktoken_does(text: str) -> None:
+    assert tokens._encode_len(tokens._encoding(), text) == tiktoken_count(text)
+
+
+@needs_fast
+def test_the_fast_counter_counts_lone_surrogates_as_tiktoken_does() -> None:
+    assert count_text_tokens("broken \ud800 surrogate") == tiktoken_count("broken \ud800 surrogate")
+
+
+def test_a_fast_counter_that_disagrees_with_tiktoken_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    enc = tokens._encoding()
+    if enc is None:
+        pytest.skip("no tiktoken")
+    wrong = types.SimpleNamespace(tokenizer_for_encoding=lambda name: types.SimpleNamespace(count=len))
+    monkeypatch.setitem(sys.modules, "bpe_openai", types.SimpleNamespace(_bindings=wrong))
+    tokens._fast_count.cache_clear()
+    try:
+        assert tokens._fast_count(enc) is None
+        assert count_text_tokens("hello world") == tiktoken_count("hello world")
+    finally:
+        tokens._fast_count.cache_clear()
