@@ -318,7 +318,8 @@ class HistoryTally:
     call (through the string cache, so unchanged ones cost a probe): runtimes
     fill in or stream into the newest messages in place. A settled message
     edited in place is not noticed; give the history as new dicts, pass the
-    counts, or call :meth:`clear` after such an edit.
+    counts, or call :meth:`clear` after such an edit. It holds references to
+    the messages of the :attr:`MAX_HISTORIES` histories it remembers.
     """
 
     #: the newest messages are counted again on every call
