@@ -240,10 +240,10 @@ class Compressor:
     ) -> CompressionResult:
         """Compress ``messages`` (never mutated). The output always validates.
 
-        ``token_counts``: each message's token count, when the caller has them (a store that
-        counted each message once): the input is then not tokenized at all, only what the
-        pipeline writes (pruned descriptions, the summary, repaired messages). One whole
-        number per message, or ``ValueError``.
+        ``token_counts``: each message's token count as ``count_tokens([message])`` gave it, when
+        the caller has them (a store that counted each message once): the input is then not
+        tokenized at all, only what the pipeline writes (pruned descriptions, the summary,
+        repaired messages). One whole number per message, or ``ValueError``.
         """
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive, token_counts)
         if isinstance(plan, CompressionResult):
