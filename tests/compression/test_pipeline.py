@@ -273,13 +273,19 @@ def test_it_uses_the_token_counts_the_caller_has(monkeypatch: pytest.MonkeyPatch
     assert encoded and not stored & set(encoded), "an input message was tokenized again"
 
 
-def test_it_counts_only_what_it_writes_when_nothing_was_counted_before(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_it_tokenizes_each_input_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collections import Counter
+
     from compression.tokens import TokenCounter
 
     history = session(30)
     encoded = texts_encoded(monkeypatch)
     Compressor(CONFIG, FakeSummarizer(), counter=TokenCounter()).compress(history)
-    assert len(encoded) == len(set(encoded)), "a text was tokenized twice"
+    times = Counter(encoded)
+    inputs = {m["content"] for m in history} | {m["tool_calls"][0]["function"]["arguments"] for m in history[3::4]}
+    inputs.discard(None)
+    assert inputs <= set(times), "every input text is counted"
+    assert all(times[text] == 1 for text in inputs), "an input text was tokenized twice"
 
 
 def test_it_rejects_token_counts_that_do_not_line_up() -> None:
