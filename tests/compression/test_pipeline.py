@@ -322,3 +322,22 @@ def test_should_compress_after_appends_looks_at_the_appended_messages(monkeypatc
     assert len(looked) <= 10 + HistoryTally.RECHECK
     grown[-1]["content"] = "word " * 800_000  # edited in place after it was counted
     assert c.should_compress(grown)
+
+
+def test_pruning_alone_with_given_counts_tokenizes_only_the_descriptions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compression.tokens import TokenCounter
+
+    history = [system(), user("Read the logs. Do not edit anything."), assistant("On it.")]
+    for i in range(4):
+        history += [calls(call(f"c{i}", path=f"logs/part{i}.log")), result(f"c{i}", f"line {i}\n" * 3_000)]
+    history += [assistant("Both read."), user("What did you find?")]
+    counts = TokenCounter().per_message(history)
+    config = CompressionConfig(context_window_tokens=16_000)
+    expected = Compressor(config, FakeSummarizer()).compress(history)
+    encoded = texts_encoded(monkeypatch)
+    given = run_async(
+        Compressor(config, FakeSummarizer(), counter=TokenCounter()).acompress(history, token_counts=counts)
+    )
+    assert given.warning_codes() == expected.warning_codes() and given.warning_codes()[0] == "pruned_only"
+    assert (given.tokens_before, given.tokens_after) == (expected.tokens_before, expected.tokens_after)
+    assert all(text.startswith("[pruned]") or len(text) < 20 for text in encoded), encoded
