@@ -97,6 +97,20 @@ class Message(models.Model):
         return [found[k] for k in keys]
 
     @classmethod
+    def load_counted(cls, keys: list[str]) -> tuple[list[dict[str, Any]], list[int]]:
+        """The messages for ``keys`` and the token count stored with each, in order: the pipeline
+        takes the counts, so a compression never tokenizes a stored message again."""
+        found: dict[str, tuple[dict[str, Any], int]] = {}
+        distinct = list(dict.fromkeys(keys))
+        for i in range(0, len(distinct), 2000):
+            rows = cls.objects.filter(sha256__in=distinct[i : i + 2000]).values_list("sha256", "data", "tokens")
+            found.update((key, (data, tokens)) for key, data, tokens in rows)
+        missing = [k for k in distinct if k not in found]
+        if missing:
+            raise LookupError(f"{len(missing)} stored messages are missing (first {missing[0][:12]})")
+        return [found[k][0] for k in keys], [found[k][1] for k in keys]
+
+    @classmethod
     def token_total(cls, keys: list[str]) -> int:
         tokens: dict[str, int] = {}
         distinct = list(dict.fromkeys(keys))

@@ -193,7 +193,7 @@ def _execute(run: CompressionRun) -> str | None:
             input_keys=keys,
             tokens_before=session.token_count,
         )
-    messages = Message.load(keys)
+    messages, token_counts = Message.load_counted(keys)
     config = session_config(session, run.config)
     thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
     summarizer = build_summarizer()
@@ -213,6 +213,7 @@ def _execute(run: CompressionRun) -> str | None:
         keep_prefix=session.last_consolidated,
         on_stage=on_stage,
         on_archive=on_archive,
+        token_counts=token_counts,  # counted once when stored: not tokenized again
     )
     # this run's own call failed and started a cooldown: wait it out rather than apply without a summary
     if "summary_failed" in result.warning_codes() and wait_for_cooldown(
