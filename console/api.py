@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Status
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 from ninja.pagination import PageNumberPagination, paginate
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
@@ -34,13 +34,25 @@ from .services import (
     create_session,
     unstorable,
 )
+from .throttling import FailedAuthThrottle, KeyRateThrottle
 from .views.audit_log import AuditQuery
+
+FAILED_AUTH = FailedAuthThrottle()
 
 # --------------------------------------------------------------------------- plumbing
 
 
 class BearerKey(HttpBearer):
-    """``Authorization: Bearer ccs_...``: the key's own user (in its role's group) makes the request."""
+    """``Authorization: Bearer ccs_...``: the key's own user (in its role's group) makes the request.
+
+    A client IP whose keys failed ``API_AUTH_FAILURE_LIMIT`` times is refused (429) before its key is looked at.
+    """
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if request.headers.get("Authorization") and FAILED_AUTH.blocked(request):
+            wait = FAILED_AUTH.wait()
+            raise Throttled(wait=math.ceil(wait) if wait else None)
+        return super().__call__(request)
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
@@ -122,6 +134,7 @@ api = NinjaAPI(
     urls_namespace="api",
     auth=[BearerKey(), django_auth],
     parser=StrictJsonParser(),
+    throttle=[KeyRateThrottle()],
     docs_url="/docs",
 )
 
@@ -143,9 +156,19 @@ def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     )
 
 
+@api.exception_handler(Throttled)
+def throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    wait = math.ceil(exc.wait) if exc.wait else 60
+    response = _error(request, 429, f"too many requests: try again in {wait} s", retry_after=wait)
+    response["Retry-After"] = str(wait)
+    return response
+
+
 @api.exception_handler(AuthenticationError)
 def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     given = request.headers.get("Authorization")
+    if given:
+        FAILED_AUTH.record_failure(request)
     detail = (
         "the API key is unknown or revoked"
         if given
@@ -178,7 +201,8 @@ def require(request: HttpRequest, perm: str, doing: str) -> None:
 
 
 ERRORS: dict[int, type] = {400: schemas.ErrorOut, 401: schemas.ErrorOut, 403: schemas.ErrorOut}
-ERRORS |= {404: schemas.ErrorOut, 409: schemas.ErrorOut, 413: schemas.ErrorOut, 422: schemas.ErrorOut}
+ERRORS |= {404: schemas.ErrorOut, 409: schemas.ErrorOut, 413: schemas.ErrorOut, 415: schemas.ErrorOut}
+ERRORS |= {422: schemas.ErrorOut, 429: schemas.ErrorOut}
 
 
 class Pages(PageNumberPagination):
