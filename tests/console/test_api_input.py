@@ -43,7 +43,7 @@ def reviewer(db) -> Api:
 
 
 @pytest.fixture
-def world(db) -> dict[str, int]:
+def world(db) -> dict[str, int]:  # also the fuzz test's data
     """A session with a reported run, its archive and summary, and a drift case on that summary."""
     history = [
         {"role": "system", "content": "you are a coding agent"},
@@ -60,7 +60,7 @@ def world(db) -> dict[str, int]:
     )
     summary = Summary.objects.get(archive__run=run)
     case = DriftCase.objects.create(summary=summary, session=run.session, severity="high", findings=[])
-    return {"archive": summary.archive_id, "summary": summary.pk, "case": case.pk}
+    return {"archive": summary.archive_id, "summary": summary.pk, "case": case.pk, "run": run.pk}
 
 
 def refused(response, status: int, detail: str) -> dict:
