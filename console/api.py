@@ -80,7 +80,7 @@ class StrictJsonParser(Parser):
     Refused: a Content-Type other than JSON (415), bytes that are not UTF-8, what is not JSON (NaN, Infinity,
     numbers too large for a float or of over 4300 digits), a top level other than an object (every body is one),
     and anything ``services.unstorable`` names: NUL characters and lone surrogates anywhere, keys included,
-    and nesting deeper than ``MAX_JSON_DEPTH``.
+    and nesting deeper than ``MAX_JSON_DEPTH``. (NUL in the URL is refused by ``console.input_checks``.)
     """
 
     def parse_body(self, request: HttpRequest) -> Any:
@@ -104,13 +104,6 @@ class StrictJsonParser(Parser):
         if problem:
             raise BadBody(problem, 422)
         return data
-
-    def parse_querydict(self, data: Any, list_fields: list[str], request: HttpRequest) -> dict[str, Any]:
-        parsed = super().parse_querydict(data, list_fields, request)
-        problem = unstorable(parsed, "query")
-        if problem:
-            raise HttpError(422, problem)
-        return parsed
 
 
 def _json_type(value: Any) -> str:
@@ -190,7 +183,8 @@ def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     problems = []
     for error in exc.errors:
         where = ".".join(str(part) for part in error.get("loc", ()) if part not in ("body", "payload", "query"))
-        problems.append(f"{where or 'body'}: {error.get('msg', 'invalid')}")
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")  # pydantic's for our validators
+        problems.append(f"{where or 'body'}: {message}")
     return _error(request, 422, "; ".join(problems) or "invalid request", errors=exc.errors)
 
 
@@ -290,14 +284,14 @@ def list_sessions(request: HttpRequest, filters: Query[schemas.SessionsQuery]) -
 
 
 @sessions.get("/{key}", response={200: schemas.SessionDetailOut, **ERRORS}, summary="A session and its history")
-def get_session(request: HttpRequest, key: schemas.UrlText) -> dict[str, Any]:
+def get_session(request: HttpRequest, key: str) -> dict[str, Any]:
     require(request, "console.view_session", "read sessions")
     session = _session(key)
     return schemas.SessionOut.from_orm(session).dict() | {"messages": session.messages()}
 
 
 @sessions.post("/{key}/messages", response={200: schemas.AppendOut, **ERRORS}, summary="Append messages")
-def append(request: HttpRequest, key: schemas.UrlText, payload: schemas.AppendIn) -> dict[str, Any]:
+def append(request: HttpRequest, key: str, payload: schemas.AppendIn) -> dict[str, Any]:
     require(request, "console.change_session", "append to sessions")
     session, run = append_messages(key, payload.messages, payload.expected_version, user=request.user)
     return {
@@ -314,7 +308,7 @@ def append(request: HttpRequest, key: schemas.UrlText, payload: schemas.AppendIn
     response={200: schemas.CompressOut, 202: schemas.CompressOut, **ERRORS},
     summary="Compress a session in a worker (wait=seconds to get the compressed history back)",
 )
-def compress(request: HttpRequest, key: schemas.UrlText, payload: schemas.CompressIn) -> Status:
+def compress(request: HttpRequest, key: str, payload: schemas.CompressIn) -> Status:
     require(request, "console.compress_session", "compress sessions")
     run, created = runs.request_compression(
         key,
@@ -339,9 +333,7 @@ def compress(request: HttpRequest, key: schemas.UrlText, payload: schemas.Compre
     response={200: schemas.ArchiveSearchOut, **ERRORS},
     summary="Search the session's archived originals",
 )
-def search_archives(
-    request: HttpRequest, key: schemas.UrlText, query: Query[schemas.ArchiveSearchQuery]
-) -> dict[str, Any]:
+def search_archives(request: HttpRequest, key: str, query: Query[schemas.ArchiveSearchQuery]) -> dict[str, Any]:
     require(request, "console.view_session", "read sessions")
     session = _session(key)
     needle, limit = query.q.strip(), query.limit

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, ConfigDict, StringConstraints, WithJsonSche
 
 from .drift import MANUAL_KINDS
 from .models import DriftCase
-from .services import KEY_MAX, key_problem, unstorable
+from .services import KEY_MAX, key_problem
 
 Messages = list[Any]  # checked by services.check_messages, which names the message at fault
 
@@ -31,17 +31,10 @@ def _key(value: str) -> str:
     return value
 
 
-def _storable(value: str) -> str:
-    problem = unstorable(value, "value")
-    if problem:
-        raise ValueError(problem)
-    return value
-
-
-def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
+def _one_of(what: str, choices: Sequence[str]) -> Callable[[str], str]:
     def check(value: str) -> str:
         if value and value not in choices:
-            raise ValueError(f"unknown value {value!r}; one of: {', '.join(choices)}")
+            raise ValueError(f"unknown {what} {value!r}; one of: {', '.join(choices)}")
         return value
 
     return check
@@ -51,24 +44,28 @@ def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
 SessionKey = Annotated[
     str, AfterValidator(_key), WithJsonSchema({"type": "string", "minLength": 1, "maxLength": KEY_MAX})
 ]
-#: a key, name or text read from the URL: NUL (which the database refuses) is a 422
-UrlText = Annotated[str, AfterValidator(_storable)]
 SEVERITIES = ("low", "medium", "high")
 CASE_STATUSES = tuple(DriftCase.Status.values)
-Severity = Annotated[str, AfterValidator(_one_of(SEVERITIES)), WithJsonSchema({"type": "string", "enum": SEVERITIES})]
-CaseStatus = Annotated[
-    str, AfterValidator(_one_of(CASE_STATUSES)), WithJsonSchema({"type": "string", "enum": CASE_STATUSES})
+Severity = Annotated[
+    str, AfterValidator(_one_of("severity", SEVERITIES)), WithJsonSchema({"type": "string", "enum": SEVERITIES})
 ]
-Kind = Annotated[str, AfterValidator(_one_of(MANUAL_KINDS)), WithJsonSchema({"type": "string", "enum": MANUAL_KINDS})]
+CaseStatus = Annotated[
+    str, AfterValidator(_one_of("status", CASE_STATUSES)), WithJsonSchema({"type": "string", "enum": CASE_STATUSES})
+]
+Kind = Annotated[
+    str, AfterValidator(_one_of("kind", MANUAL_KINDS)), WithJsonSchema({"type": "string", "enum": MANUAL_KINDS})
+]
 #: filters: the choices, or empty for no filter
 SeverityFilter = Annotated[
-    str, AfterValidator(_one_of(SEVERITIES)), WithJsonSchema({"type": "string", "enum": ["", *SEVERITIES]})
+    str, AfterValidator(_one_of("severity", SEVERITIES)), WithJsonSchema({"type": "string", "enum": ["", *SEVERITIES]})
 ]
 StatusFilter = Annotated[
-    str, AfterValidator(_one_of(CASE_STATUSES)), WithJsonSchema({"type": "string", "enum": ["", *CASE_STATUSES]})
+    str,
+    AfterValidator(_one_of("status", CASE_STATUSES)),
+    WithJsonSchema({"type": "string", "enum": ["", *CASE_STATUSES]}),
 ]
 KindFilter = Annotated[
-    str, AfterValidator(_one_of(MANUAL_KINDS)), WithJsonSchema({"type": "string", "enum": ["", *MANUAL_KINDS]})
+    str, AfterValidator(_one_of("kind", MANUAL_KINDS)), WithJsonSchema({"type": "string", "enum": ["", *MANUAL_KINDS]})
 ]
 ShortText = Annotated[str, StringConstraints(max_length=255)]
 #: the most pages a list offers: beyond it an offset would overflow a database integer long before

@@ -121,12 +121,12 @@ def test_a_nul_character_in_any_field_is_a_422_naming_it_and_writes_nothing(
 @pytest.mark.parametrize(
     ("url", "params", "detail"),
     [
-        ("/sessions", {"q": NUL}, "query.q: contains a NUL"),
-        ("/drift-cases", {"session": NUL}, "query.session: contains a NUL"),
-        ("/drift-cases", {"assignee": NUL}, "query.assignee: contains a NUL"),
-        ("/audit-events", {"actor": NUL}, "query.actor: contains a NUL"),
-        ("/audit-events", {"object": NUL}, "query.object: contains a NUL"),
-        ("/sessions/w:1/archive/search", {"q": NUL}, "query.q: contains a NUL"),
+        ("/sessions", {"q": NUL}, "query parameter 'q': contains a NUL"),
+        ("/drift-cases", {"session": NUL}, "query parameter 'session': contains a NUL"),
+        ("/drift-cases", {"assignee": NUL}, "query parameter 'assignee': contains a NUL"),
+        ("/audit-events", {"actor": NUL}, "query parameter 'actor': contains a NUL"),
+        ("/audit-events", {"object": NUL}, "query parameter 'object': contains a NUL"),
+        ("/sessions/w:1/archive/search", {"q": NUL}, "query parameter 'q': contains a NUL"),
     ],
 )
 def test_a_nul_character_in_a_query_parameter_is_a_422(operator, world, url, params, detail):
