@@ -32,6 +32,7 @@ from .services import (
     ServiceError,
     append_messages,
     create_session,
+    may_hold_unstorable,
     unstorable,
 )
 from .throttling import FailedAuthThrottle, KeyRateThrottle
@@ -100,7 +101,7 @@ class StrictJsonParser(Parser):
             raise BadBody(f"the request body is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise BadBody(f"the request body must be a JSON object, not {_json_type(data)}", 422)
-        problem = unstorable(data)
+        problem = unstorable(data, strings=may_hold_unstorable(text))
         if problem:
             raise BadBody(problem, 422)
         return data

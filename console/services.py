@@ -57,16 +57,19 @@ MAX_JSON_DEPTH = 64
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
-def unstorable(value: Any, where: str = "", max_depth: int = MAX_JSON_DEPTH) -> str | None:
+def unstorable(value: Any, where: str = "", max_depth: int = MAX_JSON_DEPTH, strings: bool = True) -> str | None:
     """Why ``value`` (decoded JSON) cannot be stored, naming the path to the fault; None when it can.
 
     Refused anywhere, keys included: NUL characters, lone surrogates, nesting deeper than ``max_depth``.
-    Iterative, so no input can exhaust the stack.
+    Iterative, so no input can exhaust the stack. ``strings=False`` checks the depth only (for JSON text
+    known to hold no ``\\u0000`` or surrogate escape, see ``may_hold_unstorable``).
     """
     stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while stack:
         item, path = stack.pop()
         if isinstance(item, str):
+            if not strings:
+                continue
             bad = _UNSTORABLE.search(item)
             if bad:
                 return f"{_path(where, path)}: {_character(bad.group())}"
@@ -82,6 +85,15 @@ def unstorable(value: Any, where: str = "", max_depth: int = MAX_JSON_DEPTH) -> 
             else:
                 stack.extend((child, (*path, index)) for index, child in enumerate(item))
     return None
+
+
+#: how NUL and surrogates can appear in JSON text (raw control characters are not JSON; raw surrogates not UTF-8)
+_ESCAPES = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def may_hold_unstorable(json_text: str) -> bool:
+    """False when decoding ``json_text`` cannot give a NUL or a surrogate (a quick scan of the text)."""
+    return _ESCAPES.search(json_text) is not None
 
 
 def _character(char: str) -> str:
