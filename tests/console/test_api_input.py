@@ -130,7 +130,9 @@ def test_a_nul_character_in_any_field_is_a_422_naming_it_and_writes_nothing(
     ],
 )
 def test_a_nul_character_in_a_query_parameter_is_a_422(operator, world, url, params, detail):
+    before = counts()
     refused(operator.get(url, **params), 422, detail)
+    assert counts() == before
 
 
 @pytest.mark.parametrize(
@@ -252,12 +254,21 @@ def test_a_page_past_the_end_is_empty_not_an_error(operator, world):
 
 
 @pytest.mark.parametrize(
-    "raw",
-    [b'"x"', b"[null, null]", b"[]", b"null", b"7", b'{"wait": "soon"}', b'{"focus_topic": 5}', b'{"surprise": 1}'],
+    ("raw", "detail"),
+    [
+        (b'"x"', "the request body must be a JSON object, not a string"),
+        (b"[null, null]", "the request body must be a JSON object, not an array"),
+        (b"null", "not null"),
+        (b"7", "not a number"),
+        (b'{"wait": "soon"}', "wait: Input should be a valid number"),
+        (b'{"wait": true}', "wait: Input should be a valid number"),
+        (b'{"focus_topic": 5}', "focus_topic: Input should be a valid string"),
+        (b'{"surprise": 1}', "surprise: Extra inputs are not permitted"),
+    ],
 )
-def test_compress_with_a_body_that_is_not_its_schema_is_a_422_and_queues_nothing(operator, world, raw):
+def test_compress_with_a_body_that_is_not_its_schema_is_a_422_and_queues_nothing(operator, world, raw, detail):
     before = counts()
-    refused(operator.post("/sessions/w:1/compress", raw=raw), 422, "")
+    refused(operator.post("/sessions/w:1/compress", raw=raw), 422, detail)
     assert counts() == before
 
 
@@ -286,7 +297,7 @@ def test_a_config_override_within_bounds_queues_a_run(operator, world):
 @pytest.mark.parametrize(
     ("body", "detail"),
     [
-        ({"key": "b:1", "last_consolidated": False}, "last_consolidated"),
+        ({"key": "b:1", "last_consolidated": False}, "last_consolidated: Input should be a valid integer"),
         ({"key": "b:1", "last_consolidated": 1.0}, "last_consolidated"),
         ({"key": "b:1", "context_window_tokens": "4000"}, "context_window_tokens"),
         ({"key": "b:1", "metadata": []}, "metadata"),
@@ -300,12 +311,18 @@ def test_a_session_body_of_the_wrong_types_is_a_422(operator, body, detail):
 
 
 @pytest.mark.parametrize(
-    "body",
-    [{"claim": "yes"}, {"claim": 1}, {"status": "bogus"}, {"assignee": 5}, {"unknown": True}],
+    ("body", "detail"),
+    [
+        ({"claim": "yes"}, "claim: Input should be a valid boolean"),
+        ({"claim": 1}, "claim: Input should be a valid boolean"),
+        ({"status": "bogus"}, "status: unknown status 'bogus'; one of: open, confirmed"),
+        ({"assignee": 5}, "assignee: Input should be a valid string"),
+        ({"unknown": True}, "unknown: Extra inputs are not permitted"),
+    ],
 )
-def test_a_case_patch_of_the_wrong_types_is_a_422_and_changes_nothing(reviewer, world, body):
+def test_a_case_patch_of_the_wrong_types_is_a_422_and_changes_nothing(reviewer, world, body, detail):
     before = counts()
-    refused(reviewer.patch(f"/drift-cases/{world['case']}", body), 422, "")
+    refused(reviewer.patch(f"/drift-cases/{world['case']}", body), 422, detail)
     case = DriftCase.objects.get(pk=world["case"])
     assert case.assignee is None and case.status == "open"
     assert counts() == before
