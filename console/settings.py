@@ -310,6 +310,7 @@ AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler" if REDIS_URL else "axes.ha
 AXES_IPWARE_PROXY_COUNT = NUM_PROXIES or None
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if NUM_PROXIES else ["REMOTE_ADDR"]
 AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/lockout.html"
 
 # django-csp: the pages render untrusted content, so scripts come only from our static files
 CONTENT_SECURITY_POLICY = {

@@ -23,6 +23,10 @@ def test_login_guessing_is_locked_out_within_ten_attempts(settings):
     response = client.post("/login/", {"username": "alice", "password": "the-right-one"})
     assert response.status_code == 429
     assert "_auth_user_id" not in client.session
+    text = response.content.decode()
+    assert "Too many failed logins" in text and f"after {settings.AXES_FAILURE_LIMIT} wrong passwords" in text
+    client.cookies["django_language"] = "zh-hans"
+    assert "登录失败次数过多" in client.post("/login/", {"username": "alice", "password": "x"}).content.decode()
 
 
 @pytest.mark.django_db
