@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 from io import StringIO
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from console import runs
 from console.models import AuditEvent, CompressionRun, DriftCase, DriftComment, Message, Session, Summary
-from console.services import InvalidSession, check_key, check_messages, unstorable
+from console.services import InvalidSession, check_key, check_messages, key_problem, unstorable
 from tests.console.test_api import Api, issue_key
 
 USER = {"role": "user", "content": "deploy after the tests pass"}
@@ -398,3 +401,21 @@ def test_a_browser_session_gets_the_same_answers():
     client.force_login(user)
     response = client.post("/api/v1/sessions", b'"x"', content_type="application/json")
     refused(response, 422, "must be a JSON object")
+
+
+@pytest.mark.django_db
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.text(min_size=1, max_size=40))
+def test_every_key_the_validator_accepts_is_reachable_at_its_url(key):
+    """The validator and the URL routes agree: an accepted key is one path segment that leads back to it."""
+    if key_problem(key) is not None:
+        return
+    Session.objects.get_or_create(key=key)
+    reader, created = User.objects.get_or_create(username="reader")
+    if created:
+        reader.groups.add(Group.objects.get(name="viewer"))
+    client = Client()
+    client.force_login(reader)
+    response = client.get(f"/api/v1/sessions/{quote(key, safe='')}")
+    assert response.status_code == 200, (key, response.content)
+    assert response.json()["key"] == key
