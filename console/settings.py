@@ -109,6 +109,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",  # serves the API docs' Swagger UI from its own static files (no CDN)
+    "axes",
+    "csp",
     "console",
 ]
 
@@ -116,6 +118,7 @@ MIDDLEWARE = [
     "console.middleware.DatabaseUnavailableMiddleware",  # outermost: sees the 500 of an outage anywhere below
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "console.input_checks.RefuseUnstorableInputMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -126,6 +129,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "console.headers.SecurityHeadersMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -161,6 +167,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-console-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+AUTHENTICATION_BACKENDS = [
+    "console.throttling.LoginLockoutBackend",  # django-axes: refuses a locked-out login before checking it
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -279,7 +289,87 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
+# --------------------------------------------------------------------------- throttling and security headers
+# Counters (API rate limits, login lockout) live in this cache, shared by every web process: Redis in
+# production, local memory in the embedded mode (one web process).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "console",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "KEY_PREFIX": "console"}}
+
+
+def env_rate(name: str, default: str) -> str:
+    """A rate such as ``600/min`` (``s``, ``min``, ``h``, ``day``); empty or ``off`` turns the limit off."""
+    raw = env_str(name, default).strip()
+    if raw.lower() in ("", "off"):
+        return ""
+    count, _, period = raw.partition("/")
+    if not (count.isdigit() and int(count) > 0 and period in ("s", "sec", "m", "min", "h", "hour", "d", "day")):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a rate: write it as 600/min (per s, min, hour or day)")
+    return raw
+
+
+#: requests per API key (or logged-in user); past it 429 with Retry-After
+API_RATE_LIMIT = env_rate("API_RATE_LIMIT", "1200/min")
+#: failed API authentications per client IP; past it every bearer request from that IP gets 429
+API_AUTH_FAILURE_LIMIT = env_rate("API_AUTH_FAILURE_LIMIT", "20/min")
+#: reverse proxies in front of the web server that append to X-Forwarded-For; 0 trusts only the peer's address
+NUM_PROXIES = env_int("NUM_PROXIES", 0)
+NINJA_NUM_PROXIES = NUM_PROXIES
+
+# django-axes: a user is locked out after LOGIN_FAILURE_LIMIT wrong passwords from one address
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("LOGIN_LOCKOUT_MINUTES", 15.0, minimum=0.1) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler" if REDIS_URL else "axes.handlers.database.AxesDatabaseHandler"
+AXES_IPWARE_PROXY_COUNT = NUM_PROXIES or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if NUM_PROXIES else ["REMOTE_ADDR"]
+AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/lockout.html"
+
+# django-csp: the pages render untrusted content, so scripts come only from our static files
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        # bars set their width in a style attribute; an attribute cannot load anything or run script
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+#: sent on every response (console.headers): no powerful browser feature is used by the console
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), "
+    "payment=(), usb=(), interest-cohort=()"
+)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)  # false only to test without TLS
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    if SESSION_COOKIE_SECURE:  # served over TLS: say so to browsers, and send plain HTTP there
+        SECURE_SSL_REDIRECT = True
+        SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # probes call it over plain HTTP inside the network
+        SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 31_536_000)
+        SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", True)
+        SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", False)
+        if not SECURE_HSTS_PRELOAD:
+            # preloading is a commitment for the whole domain, the operator's to make (HSTS_PRELOAD=true)
+            SILENCED_SYSTEM_CHECKS = ["security.W021"]
