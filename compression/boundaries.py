@@ -358,9 +358,16 @@ def shorten_head(
     return head, sorted(changed)
 
 
-def fixed_part_tokens(messages: Sequence[Any], counter: TokenCounter | None = None, keep_prefix: int = 0) -> int:
+def fixed_part_tokens(
+    messages: Sequence[Any],
+    counter: TokenCounter | None = None,
+    keep_prefix: int = 0,
+    *,
+    token_counts: Sequence[int] | None = None,
+) -> int:
     """Tokens of what compression always keeps verbatim: the system messages at the start, the first and
-    the latest user messages, and ``keep_prefix``. When they alone exceed the trigger, nothing fits."""
+    the latest user messages, and ``keep_prefix``. When they alone exceed the trigger, nothing fits.
+    ``token_counts``: the messages' counts when the caller has them (nothing is tokenized then)."""
     counter = counter or default_counter
     keep = set(range(min(keep_prefix, len(messages))))
     i = 0
@@ -370,4 +377,6 @@ def fixed_part_tokens(messages: Sequence[Any], counter: TokenCounter | None = No
     first = next((i for i, m in enumerate(messages) if role_of(m) == "user"), None)
     latest = _latest_real_user(messages)
     keep.update(i for i in (first, latest) if i is not None)
+    if token_counts is not None:
+        return sum(token_counts[i] for i in keep)
     return sum(counter.message(messages[i]) for i in keep if isinstance(messages[i], dict))

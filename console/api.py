@@ -5,35 +5,58 @@ session (with CSRF). Every error is JSON ``{"detail": "..."}`` saying what to fi
 request writes nothing (each write is one transaction in ``services``/``runs``/``summaries``).
 """
 
-from __future__ import annotations
-
 import hmac
 import json
+import math
+from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Status
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 from ninja.pagination import PageNumberPagination, paginate
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from . import drift, runs, schemas, summaries
+from .middleware import database_unavailable
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
-from .services import ImportedSession, NotFound, ServiceError, append_messages, create_session
+from .services import (
+    MAX_JSON_DEPTH,
+    ImportedSession,
+    NotFound,
+    ServiceError,
+    append_messages,
+    create_session,
+    may_hold_unstorable,
+    unstorable,
+)
+from .throttling import FailedAuthThrottle, KeyRateThrottle
 from .views.audit_log import AuditQuery
+
+FAILED_AUTH = FailedAuthThrottle()
 
 # --------------------------------------------------------------------------- plumbing
 
 
 class BearerKey(HttpBearer):
-    """``Authorization: Bearer ccs_...``: the key's own user (in its role's group) makes the request."""
+    """``Authorization: Bearer ccs_...``: the key's own user (in its role's group) makes the request.
+
+    A client IP whose keys failed ``API_AUTH_FAILURE_LIMIT`` times is refused (429) before its key is looked at.
+    """
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if request.headers.get("Authorization") and FAILED_AUTH.blocked(request):
+            wait = FAILED_AUTH.wait()
+            raise Throttled(wait=math.ceil(wait) if wait else None)
+        return super().__call__(request)
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
@@ -47,15 +70,59 @@ class BearerKey(HttpBearer):
         return key.user
 
 
-class JsonParser(Parser):
-    """Keeps why a body is not JSON, so the 400 says where it broke."""
+class BadBody(ServiceError):
+    """A request body refused before any schema sees it: 400 not JSON, 415 not sent as JSON, 422 not storable."""
+
+    def __init__(self, detail: str, status: int = 400) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+class StrictJsonParser(Parser):
+    """The API's one JSON decoding step: what cannot be stored is refused here, naming where it is.
+
+    Refused: a Content-Type other than JSON (415), bytes that are not UTF-8, what is not JSON (NaN, Infinity,
+    numbers too large for a float or of over 4300 digits), a top level other than an object (every body is one),
+    and anything ``services.unstorable`` names: NUL characters and lone surrogates anywhere, keys included,
+    and nesting deeper than ``MAX_JSON_DEPTH``. (NUL in the URL is refused by ``console.input_checks``.)
+    """
 
     def parse_body(self, request: HttpRequest) -> Any:
+        content_type = request.content_type or ""
+        if content_type != "application/json" and not (
+            content_type.startswith("application/") and content_type.endswith("+json")
+        ):
+            raise BadBody(f"send the body as JSON with 'Content-Type: application/json', not {content_type!r}", 415)
         try:
-            return json.loads(request.body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            request._json_error = str(exc)  # type: ignore[attr-defined]
-            raise
+            text = request.body.decode("utf-8")
+            data = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        except UnicodeDecodeError as exc:
+            raise BadBody(f"the request body is not UTF-8: {exc}") from None
+        except RecursionError:
+            raise BadBody(f"the request body is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels") from None
+        except ValueError as exc:  # JSONDecodeError, and int() of a number over 4300 digits
+            raise BadBody(f"the request body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadBody(f"the request body must be a JSON object, not {_json_type(data)}", 422)
+        problem = unstorable(data, strings=may_hold_unstorable(text))
+        if problem:
+            raise BadBody(problem, 422)
+        return data
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
 
 
 api = NinjaAPI(
@@ -63,7 +130,8 @@ api = NinjaAPI(
     version="1",
     urls_namespace="api",
     auth=[BearerKey(), django_auth],
-    parser=JsonParser(),
+    parser=StrictJsonParser(),
+    throttle=[KeyRateThrottle()],
     docs_url="/docs",
 )
 
@@ -74,7 +142,17 @@ def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> Http
 
 @api.exception_handler(ServiceError)
 def service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
-    return _error(request, exc.status, str(exc))
+    response = _error(request, exc.status, str(exc))
+    retry_after = getattr(exc, "retry_after", None)  # TooManyWaiters
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
+    return database_unavailable(request)  # 503 + Retry-After, as for pages (console.middleware)
 
 
 @api.exception_handler(RequestDataTooBig)
@@ -85,9 +163,19 @@ def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     )
 
 
+@api.exception_handler(Throttled)
+def throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    wait = math.ceil(exc.wait) if exc.wait else 60
+    response = _error(request, 429, f"too many requests: try again in {wait} s", retry_after=wait)
+    response["Retry-After"] = str(wait)
+    return response
+
+
 @api.exception_handler(AuthenticationError)
 def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     given = request.headers.get("Authorization")
+    if given:
+        FAILED_AUTH.record_failure(request)
     detail = (
         "the API key is unknown or revoked"
         if given
@@ -98,9 +186,9 @@ def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpRespo
 
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    why = getattr(request, "_json_error", None)
-    if exc.status_code == 400 and why:
-        return _error(request, 400, f"the request body is not valid JSON: {why}")
+    cause = exc.__cause__  # ninja wraps what the parser raised in a 400 "Cannot parse request body"
+    if isinstance(cause, BadBody):
+        return _error(request, cause.status, str(cause))
     return _error(request, exc.status_code, str(exc))
 
 
@@ -109,7 +197,8 @@ def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     problems = []
     for error in exc.errors:
         where = ".".join(str(part) for part in error.get("loc", ()) if part not in ("body", "payload", "query"))
-        problems.append(f"{where or 'body'}: {error.get('msg', 'invalid')}")
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")  # pydantic's for our validators
+        problems.append(f"{where or 'body'}: {message}")
     return _error(request, 422, "; ".join(problems) or "invalid request", errors=exc.errors)
 
 
@@ -120,7 +209,17 @@ def require(request: HttpRequest, perm: str, doing: str) -> None:
 
 
 ERRORS: dict[int, type] = {400: schemas.ErrorOut, 401: schemas.ErrorOut, 403: schemas.ErrorOut}
-ERRORS |= {404: schemas.ErrorOut, 409: schemas.ErrorOut, 413: schemas.ErrorOut, 422: schemas.ErrorOut}
+ERRORS |= {404: schemas.ErrorOut, 409: schemas.ErrorOut, 413: schemas.ErrorOut, 415: schemas.ErrorOut}
+ERRORS |= {422: schemas.ErrorOut, 429: schemas.ErrorOut}
+
+
+class Pages(PageNumberPagination):
+    """50 a page; ``page`` and ``page_size`` bounded, so no offset overflows a database integer."""
+
+    Input = schemas.PagesIn  # type: ignore[assignment]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(page_size=50, max_page_size=100, **kwargs)
 
 
 def _session(key: str) -> Session:
@@ -177,8 +276,6 @@ sessions = Router(tags=["sessions"])
 @sessions.post("", response={201: schemas.SessionOut, **ERRORS}, summary="Create a session with its history")
 def create(request: HttpRequest, payload: schemas.SessionIn) -> Status:
     require(request, "console.add_session", "create sessions")
-    if "/" in payload.key:
-        raise HttpError(422, "key: must not contain '/'")
     data = ImportedSession(
         key=payload.key,
         messages=payload.messages,
@@ -190,10 +287,11 @@ def create(request: HttpRequest, payload: schemas.SessionIn) -> Status:
 
 
 @sessions.get("", response=list[schemas.SessionOut], summary="List sessions (q= searches key and channel)")
-@paginate(PageNumberPagination, page_size=50)
-def list_sessions(request: HttpRequest, q: str = "") -> Any:
+@paginate(Pages)
+def list_sessions(request: HttpRequest, filters: Query[schemas.SessionsQuery]) -> Any:
     require(request, "console.view_session", "read sessions")
     found = Session.objects.order_by("-updated_at", "-id")
+    q = filters.q
     if q.strip():
         found = found.filter(Q(key__icontains=q.strip()) | Q(channel__icontains=q.strip()))
     return found
@@ -221,26 +319,28 @@ def append(request: HttpRequest, key: str, payload: schemas.AppendIn) -> dict[st
 
 @sessions.post(
     "/{key}/compress",
-    response={200: schemas.CompressOut, 202: schemas.CompressOut, **ERRORS},
+    response={200: schemas.CompressOut, 202: schemas.CompressOut, 429: schemas.ErrorOut, **ERRORS},
     summary="Compress a session in a worker (wait=seconds to get the compressed history back)",
 )
 def compress(request: HttpRequest, key: str, payload: schemas.CompressIn) -> Status:
     require(request, "console.compress_session", "compress sessions")
-    run, created = runs.request_compression(
-        key,
-        user=request.user,
-        trigger=CompressionRun.Trigger.API,
-        focus_topic=payload.focus_topic or "",
-        config=payload.config,
-    )
-    body: dict[str, Any] = {"run_id": run.pk, "status": run.status, "created": created}
-    if payload.wait:
-        run = runs.wait_for_run(run.pk, min(payload.wait, settings.COMPRESS_WAIT_MAX_SECONDS))
-        body["status"] = run.status
-        if run.finished:
-            session = Session.objects.get(pk=run.session_id)
-            body |= {"run": run_payload(run), "version": session.version, "messages": session.messages()}
-            return Status(200, body)
+    # a waiting request holds a thread: 429 past MAX_COMPRESS_WAITERS, before anything is written
+    with runs.waiter_slot() if payload.wait else nullcontext():
+        run, created = runs.request_compression(
+            key,
+            user=request.user,
+            trigger=CompressionRun.Trigger.API,
+            focus_topic=payload.focus_topic or "",
+            config=payload.config.dict(exclude_none=True) if payload.config else None,
+        )
+        body: dict[str, Any] = {"run_id": run.pk, "status": run.status, "created": created}
+        if payload.wait:
+            run = runs.wait_for_run(run.pk, min(payload.wait, settings.COMPRESS_WAIT_MAX_SECONDS))
+            body["status"] = run.status
+            if run.finished:
+                session = Session.objects.get(pk=run.session_id)
+                body |= {"run": run_payload(run), "version": session.version, "messages": session.messages()}
+                return Status(200, body)
     return Status(202, body)
 
 
@@ -249,10 +349,10 @@ def compress(request: HttpRequest, key: str, payload: schemas.CompressIn) -> Sta
     response={200: schemas.ArchiveSearchOut, **ERRORS},
     summary="Search the session's archived originals",
 )
-def search_archives(request: HttpRequest, key: str, q: str, limit: int = Query(20, ge=1, le=200)) -> dict[str, Any]:
+def search_archives(request: HttpRequest, key: str, query: Query[schemas.ArchiveSearchQuery]) -> dict[str, Any]:
     require(request, "console.view_session", "read sessions")
     session = _session(key)
-    needle = q.strip()
+    needle, limit = query.q.strip(), query.limit
     if not needle:
         raise HttpError(422, "q: give a word or phrase to search for")
     archives = list(session.archives.order_by("created_at", "id").values_list("pk", "start", "message_keys"))
@@ -385,11 +485,16 @@ cases = Router(tags=["drift cases"])
 
 
 @cases.get("", response=list[schemas.DriftCaseOut], summary="Drift cases (filter by status, severity, kind, ...)")
-@paginate(PageNumberPagination, page_size=50)
-def list_cases(
-    request: HttpRequest, status: str = "", severity: str = "", session: str = "", assignee: str = "", kind: str = ""
-) -> Any:
+@paginate(Pages)
+def list_cases(request: HttpRequest, filters: Query[schemas.CasesQuery]) -> Any:
     require(request, "console.view_session", "read drift cases")
+    status, severity, session, assignee, kind = (
+        filters.status,
+        filters.severity,
+        filters.session,
+        filters.assignee,
+        filters.kind,
+    )
     cases = DriftCase.objects.select_related("session", "assignee", "opened_by").order_by("-created_at", "-id")
     if status:
         cases = cases.filter(status=status)
@@ -449,12 +554,17 @@ audit_router = Router(tags=["audit log"])
     response=list[schemas.AuditEventOut],
     summary="The audit log, newest first (as on the page: actor, action prefix, object type[:id], since, until)",
 )
-@paginate(PageNumberPagination, page_size=50)
-def list_audit_events(
-    request: HttpRequest, actor: str = "", action: str = "", object: str = "", since: str = "", until: str = ""
-) -> Any:
+@paginate(Pages)
+def list_audit_events(request: HttpRequest, filters: Query[schemas.AuditQueryIn]) -> Any:
     require(request, "console.view_auditevent", "read the audit log")
-    return AuditQuery.parse(request.GET).apply(AuditEvent.objects.all())
+    query = AuditQuery(
+        actor=filters.actor.strip(),
+        action=filters.action.strip(),
+        obj=filters.object.strip(),
+        since=filters.since,
+        until=filters.until,
+    )
+    return query.apply(AuditEvent.objects.all())
 
 
 api.add_router("/sessions", sessions)

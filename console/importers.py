@@ -7,7 +7,7 @@ from typing import Any
 
 from compression.session_file import InputError, load_session
 
-from .services import ImportedSession, InvalidSession
+from .services import ImportedSession, InvalidSession, check_key
 
 #: the largest value an integer column holds on every database we run on
 MAX_INT = 2**31 - 1
@@ -29,7 +29,7 @@ def read_session_file(path: Path) -> ImportedSession:
     if not header:
         metadata["source_file"] = path.name
     return ImportedSession(
-        key=str(header.get("key") or f"import:{path.stem}"),
+        key=check_key(str(header.get("key") or f"import:{path.stem}")),
         messages=messages,
         metadata=metadata,
         last_consolidated=_whole_number(header, "last_consolidated") or 0,

@@ -2,20 +2,129 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import date, datetime
+from typing import Annotated, Any
 
 from ninja import Field, Schema
+from pydantic import AfterValidator, ConfigDict, StringConstraints, WithJsonSchema
+
+from .drift import MANUAL_KINDS
+from .models import DriftCase
+from .services import KEY_MAX, key_problem
 
 Messages = list[Any]  # checked by services.check_messages, which names the message at fault
 
+# --------------------------------------------------------------------------- input types
 
-class SessionIn(Schema):
-    key: str = Field(min_length=1, max_length=255, description="e.g. `wechat:wxid_123`; no `/`")
+
+class StrictIn(Schema):
+    """A request body: types are not coerced (``false`` is not 0, ``"yes"`` not true) and unknown fields are errors."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+def _key(value: str) -> str:
+    problem = key_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _one_of(what: str, choices: Sequence[str]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value and value not in choices:
+            raise ValueError(f"unknown {what} {value!r}; one of: {', '.join(choices)}")
+        return value
+
+    return check
+
+
+#: the key of a new session (``services.key_problem``: reachable as one URL segment, nothing invisible)
+SessionKey = Annotated[
+    str, AfterValidator(_key), WithJsonSchema({"type": "string", "minLength": 1, "maxLength": KEY_MAX})
+]
+SEVERITIES = ("low", "medium", "high")
+CASE_STATUSES = tuple(DriftCase.Status.values)
+Severity = Annotated[
+    str, AfterValidator(_one_of("severity", SEVERITIES)), WithJsonSchema({"type": "string", "enum": SEVERITIES})
+]
+CaseStatus = Annotated[
+    str, AfterValidator(_one_of("status", CASE_STATUSES)), WithJsonSchema({"type": "string", "enum": CASE_STATUSES})
+]
+Kind = Annotated[
+    str, AfterValidator(_one_of("kind", MANUAL_KINDS)), WithJsonSchema({"type": "string", "enum": MANUAL_KINDS})
+]
+#: filters: the choices, or empty for no filter
+SeverityFilter = Annotated[
+    str, AfterValidator(_one_of("severity", SEVERITIES)), WithJsonSchema({"type": "string", "enum": ["", *SEVERITIES]})
+]
+StatusFilter = Annotated[
+    str,
+    AfterValidator(_one_of("status", CASE_STATUSES)),
+    WithJsonSchema({"type": "string", "enum": ["", *CASE_STATUSES]}),
+]
+KindFilter = Annotated[
+    str, AfterValidator(_one_of("kind", MANUAL_KINDS)), WithJsonSchema({"type": "string", "enum": ["", *MANUAL_KINDS]})
+]
+ShortText = Annotated[str, StringConstraints(max_length=255)]
+#: the most pages a list offers: beyond it an offset would overflow a database integer long before
+MAX_PAGE = 1_000_000
+
+
+class PagesIn(Schema):
+    page: int = Field(1, ge=1, le=MAX_PAGE)
+    page_size: int | None = Field(None, ge=1, le=100)
+
+
+class SessionsQuery(Schema):
+    q: str = Field("", max_length=255, description="part of a key or channel")
+
+
+class CasesQuery(Schema):
+    status: StatusFilter = ""
+    severity: SeverityFilter = ""
+    session: ShortText = Field("", description="a session key")
+    assignee: ShortText = Field("", description="a username")
+    kind: KindFilter = ""
+
+
+class AuditQueryIn(Schema):
+    actor: str = Field("", max_length=150, description="the actor's name, exactly")
+    action: str = Field("", max_length=64, description="an action prefix, e.g. drift_case.")
+    object: str = Field("", max_length=100, description="type[:id], e.g. session:3")
+    since: date | None = None
+    until: date | None = None
+
+
+class ArchiveSearchQuery(Schema):
+    q: str = Field(min_length=1, max_length=1000, description="a word or phrase")
+    limit: int = Field(20, ge=1, le=200)
+
+
+class ConfigIn(StrictIn):
+    """CompressionConfig overrides for one run (see the library's ``CompressionConfig``); bounds as the pipeline's."""
+
+    context_window_tokens: int | None = Field(None, ge=256, le=10_000_000)
+    trigger_ratio: float | None = Field(None, ge=0.05, le=1.0)
+    protect_head_messages: int | None = Field(None, ge=0, le=10_000)
+    tail_tokens: int | None = Field(None, ge=0, le=10_000_000)
+    prune_protect_tokens: int | None = Field(None, ge=0, le=10_000_000)
+    max_tool_arg_chars: int | None = Field(None, ge=64, le=10_000_000)
+    summary_max_tokens: int | None = Field(None, ge=0, le=10_000_000)
+    summary_input_tokens: int | None = Field(None, ge=0, le=10_000_000)
+    max_ineffective_compressions: int | None = Field(None, ge=0, le=1_000)
+
+
+# --------------------------------------------------------------------------- bodies
+
+
+class SessionIn(StrictIn):
+    key: SessionKey = Field(description="e.g. `wechat:wxid_123`; no `/`, no control or invisible characters")
     messages: Messages = Field(default_factory=list, description="OpenAI chat-format messages")
     metadata: dict[str, Any] = Field(default_factory=dict)
     context_window_tokens: int | None = Field(None, ge=256, le=10_000_000)
-    last_consolidated: int = Field(0, ge=0, description="a prefix compression never rewrites")
+    last_consolidated: int = Field(0, ge=0, le=2**31 - 1, description="a prefix compression never rewrites")
 
 
 class SessionOut(Schema):
@@ -37,9 +146,11 @@ class SessionDetailOut(SessionOut):
     messages: list[dict[str, Any]]
 
 
-class AppendIn(Schema):
+class AppendIn(StrictIn):
     messages: Messages = Field(min_length=1)
-    expected_version: int | None = Field(None, ge=0, description="409 unless the session is at this version")
+    expected_version: int | None = Field(
+        None, ge=0, le=2**63 - 1, description="409 unless the session is at this version"
+    )
 
 
 class AppendOut(Schema):
@@ -50,10 +161,10 @@ class AppendOut(Schema):
     queued_run_id: int | None = Field(None, description="an automatic compression this append triggered")
 
 
-class CompressIn(Schema):
+class CompressIn(StrictIn):
     focus_topic: str | None = Field(None, max_length=2_000)
-    config: dict[str, Any] | None = Field(None, description="CompressionConfig overrides for this run")
-    wait: float | None = Field(None, ge=0, description="seconds to block until the run ends")
+    config: ConfigIn | None = Field(None, description="CompressionConfig overrides for this run")
+    wait: float | None = Field(None, ge=0, le=3600, description="seconds to block until the run ends")
 
 
 class SummaryOut(Schema):
@@ -112,12 +223,12 @@ class RunMessagesOut(Schema):
     messages: list[dict[str, Any]]
 
 
-class ReportIn(Schema):
-    session_key: str = Field(min_length=1, max_length=255)
+class ReportIn(StrictIn):
+    session_key: SessionKey = Field(description="created when it does not exist (rules as for POST /sessions)")
     input_messages: Messages
     output_messages: Messages
     archive_messages: Messages | None = None
-    summary_text: str | None = None
+    summary_text: str | None = Field(None, max_length=1_000_000)
     provenance: dict[str, Any] | None = None
 
 
@@ -145,11 +256,11 @@ class ArchiveSearchOut(Schema):
     hits: list[ArchiveHit]
 
 
-class ResummarizeIn(Schema):
-    summarizer: str = Field(description="extractive or openai")
-    model: str | None = None
+class ResummarizeIn(StrictIn):
+    summarizer: str = Field(max_length=32, description="extractive or openai")
+    model: str | None = Field(None, max_length=200)
     focus_topic: str | None = Field(None, max_length=2_000)
-    prompt_version: str | None = None
+    prompt_version: str | None = Field(None, max_length=64)
 
 
 class PromoteOut(Schema):
@@ -174,16 +285,16 @@ class DriftCommentOut(Schema):
         return sorted(user.get_username() for user in obj.mentions.all())
 
 
-class DriftCommentIn(Schema):
+class DriftCommentIn(StrictIn):
     body: str = Field(..., min_length=1, max_length=20000, description="@username mentions a teammate")
     quote: str = Field("", max_length=4000, description="the passage the comment is about")
 
 
-class DriftCaseIn(Schema):
-    summary: int = Field(..., description="the summary's id (its row id, as in /summaries/{id})")
+class DriftCaseIn(StrictIn):
+    summary: int = Field(..., ge=1, le=2**63 - 1, description="the summary's id (its row id, as in /summaries/{id})")
     quote: str = Field(..., min_length=1, max_length=4000, description="the passage of the summary in question")
-    kind: str = Field("other", description="a drift kind (constraint_inverted, ...) or other")
-    severity: str = Field("medium", description="low, medium or high")
+    kind: Kind = Field("other", description="a drift kind (constraint_inverted, ...) or other")
+    severity: Severity = Field("medium", description="low, medium or high")
     note: str = Field("", max_length=4000, description="what is wrong")
 
 
@@ -227,13 +338,13 @@ class DriftCaseDetailOut(DriftCaseOut):
         return list(obj.comments.select_related("author").prefetch_related("mentions"))
 
 
-class DriftCasePatch(Schema):
+class DriftCasePatch(StrictIn):
     claim: bool | None = Field(None, description="true: assign to yourself (refused while someone else holds it)")
-    status: str | None = None
-    assignee: str | None = Field(None, description="a username; empty string unassigns")
-    verdict: str | None = None
-    comment: str | None = None
-    quote: str | None = Field(None, description="the passage the comment is about")
+    status: CaseStatus | None = None
+    assignee: str | None = Field(None, max_length=150, description="a username; empty string unassigns")
+    verdict: str | None = Field(None, max_length=20000)
+    comment: str | None = Field(None, max_length=20000)
+    quote: str | None = Field(None, max_length=4000, description="the passage the comment is about")
 
 
 class AuditEventOut(Schema):

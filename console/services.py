@@ -6,6 +6,8 @@ the API turns them into 4xx answers, commands into their report.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,14 +51,102 @@ class Conflict(ServiceError):
     status = 409
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
+#: JSON nested deeper than this is refused (chat messages need about 5 levels; walking stays iterative anyway)
+MAX_JSON_DEPTH = 64
+#: what PostgreSQL cannot store in text or jsonb (NUL) and what is not text at all (lone UTF-16 surrogates)
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(value: Any, where: str = "", max_depth: int = MAX_JSON_DEPTH, strings: bool = True) -> str | None:
+    """Why ``value`` (decoded JSON) cannot be stored, naming the path to the fault; None when it can.
+
+    Refused anywhere, keys included: NUL characters, lone surrogates, nesting deeper than ``max_depth``.
+    Iterative, so no input can exhaust the stack. ``strings=False`` checks the depth only (for JSON text
+    known to hold no ``\\u0000`` or surrogate escape, see ``may_hold_unstorable``).
+    """
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if not strings:
+                continue
+            bad = _UNSTORABLE.search(item)
+            if bad:
+                return f"{_path(where, path)}: {_character(bad.group())}"
+        elif isinstance(item, (dict, list)):
+            if len(path) >= max_depth:
+                return f"{_path(where, path)}: nested deeper than {max_depth} levels"
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    bad = _UNSTORABLE.search(key) if isinstance(key, str) else None
+                    if bad:
+                        return f"{_path(where, (*path, key))}: the key {_character(bad.group())}"
+                    stack.append((child, (*path, key)))
+            else:
+                stack.extend((child, (*path, index)) for index, child in enumerate(item))
+    return None
+
+
+#: how NUL and surrogates can appear in JSON text (raw control characters are not JSON; raw surrogates not UTF-8)
+_ESCAPES = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def may_hold_unstorable(json_text: str) -> bool:
+    """False when decoding ``json_text`` cannot give a NUL or a surrogate (a quick scan of the text)."""
+    return _ESCAPES.search(json_text) is not None
+
+
+def _character(char: str) -> str:
+    if char == "\x00":
+        return "contains a NUL character (\\u0000), which cannot be stored; remove it"
+    return f"contains a lone surrogate (\\u{ord(char):04x}), which is not text; send valid UTF-8"
+
+
+def _path(where: str, path: tuple[Any, ...]) -> str:
+    text = where
+    for number, part in enumerate(path):
+        if len(path) > 8 and 4 <= number < len(path) - 2:  # deep: the start and the end say where
+            text += "…" if number == 4 else ""
+            continue
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text.replace("\x00", "\\u0000") or "body"
+
+
+#: Unicode categories refused in session keys: controls (tab, newline), format characters (bidi overrides,
+#: zero-width spaces), surrogates, private use, unassigned, line and paragraph separators
+_KEY_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+KEY_MAX = 255
+
+
+def key_problem(key: Any) -> str | None:
+    """Why ``key`` cannot name a session, or None. Every way a session is created goes through this.
+
+    A key must be reachable as one URL path segment (``/api/v1/sessions/{key}``): no ``/``, not ``.`` or ``..``;
+    and it must read as what it is in a list: no invisible, control or direction-changing characters.
+    """
+    if not isinstance(key, str) or not key:
+        return "a session key must be a non-empty string"
+    if len(key) > KEY_MAX:
+        return f"a session key has at most {KEY_MAX} characters, not {len(key)}"
+    if "/" in key or key in (".", ".."):
+        return "a session key must not contain '/' nor be '.' or '..' (it is one segment of the session's URL)"
+    if key != key.strip():
+        return "a session key must not begin or end with whitespace"
+    for char in key:
+        if unicodedata.category(char) in _KEY_CATEGORIES:
+            return (
+                f"a session key must not contain U+{ord(char):04X} ({unicodedata.name(char, 'control character')}):"
+                " control, invisible and direction-changing characters would disguise it"
+            )
+    return None
+
+
+def check_key(key: Any) -> str:
+    """``key`` when it can name a session, else InvalidSession saying why."""
+    problem = key_problem(key)
+    if problem:
+        raise InvalidSession(f"key: {problem}")
+    return key
 
 
 def check_messages(messages: Any, first_index: int = 0) -> list[dict[str, Any]]:
@@ -64,10 +154,9 @@ def check_messages(messages: Any, first_index: int = 0) -> list[dict[str, Any]]:
     if not isinstance(messages, list):
         raise InvalidSession("messages must be a JSON array of chat messages")
     for index, message in enumerate(messages):
-        if _has_nul(message):
-            raise InvalidSession(
-                f"message {first_index + index}: contains a NUL character (\\u0000), which cannot be stored; remove it"
-            )
+        problem = unstorable(message, f"message {first_index + index}")
+        if problem:
+            raise InvalidSession(problem)
     for violation in validate_messages(messages):
         if violation.code in _REJECTED:
             where = f"message {first_index + violation.index}" if violation.index >= 0 else "messages"
@@ -123,13 +212,15 @@ class ImportedSession:
 @transaction.atomic
 def create_session(data: ImportedSession, user: Any = None) -> Session:
     """Create a session with its history in one transaction; an existing key is a conflict."""
+    check_key(data.key)
     messages = check_messages(data.messages)
-    if not data.key or len(data.key) > 255 or "\x00" in data.key:
-        raise InvalidSession("key must be 1 to 255 characters, without NUL")
     if data.context_window_tokens is not None and not 256 <= data.context_window_tokens <= 10_000_000:
         raise InvalidSession("context_window_tokens must be between 256 and 10000000")
     if not isinstance(data.metadata, dict):
         raise InvalidSession("metadata must be a JSON object")
+    problem = unstorable(data.metadata, "metadata")
+    if problem:
+        raise InvalidSession(problem)
     if Session.objects.filter(key=data.key).exists():
         raise Conflict(f"session {data.key!r} already exists")
     if not 0 <= data.last_consolidated <= len(messages):

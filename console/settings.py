@@ -109,12 +109,16 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",  # serves the API docs' Swagger UI from its own static files (no CDN)
+    "axes",
+    "csp",
     "console",
 ]
 
 MIDDLEWARE = [
+    "console.middleware.DatabaseUnavailableMiddleware",  # outermost: sees the 500 of an outage anywhere below
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "console.input_checks.RefuseUnstorableInputMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -125,6 +129,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "console.headers.SecurityHeadersMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -160,6 +167,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-console-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+AUTHENTICATION_BACKENDS = [
+    "console.throttling.LoginLockoutBackend",  # django-axes: refuses a locked-out login before checking it
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -207,8 +218,6 @@ AUTO_COMPRESS = env_bool("AUTO_COMPRESS", True)
 #: a running run refreshes its heartbeat this often; one silent for RUN_STALE_SECONDS lost its worker
 RUN_HEARTBEAT_SECONDS = env_float("RUN_HEARTBEAT_SECONDS", 15.0, minimum=0.1)
 RUN_STALE_SECONDS = env_float("RUN_STALE_SECONDS", 120.0, minimum=1.0)
-#: a queued run not picked up after this long has its task sent again (claiming makes duplicates harmless)
-RUN_QUEUED_RESEND_SECONDS = env_float("RUN_QUEUED_RESEND_SECONDS", 600.0, minimum=1.0)
 #: tries before a run whose worker keeps dying is failed
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, minimum=1)
 #: the longest `wait` a compress request may block for
@@ -245,8 +254,31 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = False  # a run is recovered from the database, not by redelivery
+
+# Queueing and recovery (console/queue.py sends every task; the sweep re-sends what was lost)
+#: how often beat runs the recovery sweep over runs, re-summarizes and drift checks
+RECOVERY_SWEEP_SECONDS = env_float("RECOVERY_SWEEP_SECONDS", 20.0, minimum=1.0)
+#: queued work whose task was sent this long ago and not picked up is sent again; the wait doubles with
+#: each re-send (up to RESEND_MAX_SECONDS), so a busy queue does not fill with duplicates. Work whose send
+#: failed (broker down) is sent at the next sweep.
+RUN_QUEUED_RESEND_SECONDS = env_float("RUN_QUEUED_RESEND_SECONDS", 40.0, minimum=1.0)
+RESEND_MAX_SECONDS = env_float("RESEND_MAX_SECONDS", 600.0, minimum=1.0)
+#: the longest a request waits for the broker to take a task; past it the work stays queued for the sweep
+BROKER_SEND_TIMEOUT = env_float("BROKER_SEND_TIMEOUT", 2.0, minimum=0.1)
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_SEND_TIMEOUT
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = BROKER_SEND_TIMEOUT
+#: one quick retry covers a pooled connection the broker dropped; never a long back-off inside a request
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+if REDIS_URL:
+    CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"] = BROKER_SEND_TIMEOUT
+#: a compression that would only lose its summary waits out the summarizer's cooldown, this long at most
+COOLDOWN_WAIT_MAX_SECONDS = env_float("COOLDOWN_WAIT_MAX_SECONDS", 900.0, minimum=0.0)
+#: compress requests blocking with `wait` at once, per web process; past it they get 429 (threads stay free)
+MAX_COMPRESS_WAITERS = env_int("MAX_COMPRESS_WAITERS", 4, minimum=0)
+#: what a 503 during a database outage tells clients to wait before retrying
+DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
 CELERY_BEAT_SCHEDULE = {
-    "recover-stale-runs": {"task": "console.recover_stale_runs", "schedule": 60.0},
+    "recover": {"task": "console.recover", "schedule": RECOVERY_SWEEP_SECONDS},
 }
 
 LOGGING = {
@@ -257,7 +289,87 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
+# --------------------------------------------------------------------------- throttling and security headers
+# Counters (API rate limits, login lockout) live in this cache, shared by every web process: Redis in
+# production, local memory in the embedded mode (one web process).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "console",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "KEY_PREFIX": "console"}}
+
+
+def env_rate(name: str, default: str) -> str:
+    """A rate such as ``600/min`` (``s``, ``min``, ``h``, ``day``); empty or ``off`` turns the limit off."""
+    raw = env_str(name, default).strip()
+    if raw.lower() in ("", "off"):
+        return ""
+    count, _, period = raw.partition("/")
+    if not (count.isdigit() and int(count) > 0 and period in ("s", "sec", "m", "min", "h", "hour", "d", "day")):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a rate: write it as 600/min (per s, min, hour or day)")
+    return raw
+
+
+#: requests per API key (or logged-in user); past it 429 with Retry-After
+API_RATE_LIMIT = env_rate("API_RATE_LIMIT", "1200/min")
+#: failed API authentications per client IP; past it every bearer request from that IP gets 429
+API_AUTH_FAILURE_LIMIT = env_rate("API_AUTH_FAILURE_LIMIT", "20/min")
+#: reverse proxies in front of the web server that append to X-Forwarded-For; 0 trusts only the peer's address
+NUM_PROXIES = env_int("NUM_PROXIES", 0)
+NINJA_NUM_PROXIES = NUM_PROXIES
+
+# django-axes: a user is locked out after LOGIN_FAILURE_LIMIT wrong passwords from one address
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("LOGIN_LOCKOUT_MINUTES", 15.0, minimum=0.1) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler" if REDIS_URL else "axes.handlers.database.AxesDatabaseHandler"
+AXES_IPWARE_PROXY_COUNT = NUM_PROXIES or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if NUM_PROXIES else ["REMOTE_ADDR"]
+AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/lockout.html"
+
+# django-csp: the pages render untrusted content, so scripts come only from our static files
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        # bars set their width in a style attribute; an attribute cannot load anything or run script
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+#: sent on every response (console.headers): no powerful browser feature is used by the console
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), "
+    "payment=(), usb=(), interest-cohort=()"
+)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)  # false only to test without TLS
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    if SESSION_COOKIE_SECURE:  # served over TLS: say so to browsers, and send plain HTTP there
+        SECURE_SSL_REDIRECT = True
+        SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # probes call it over plain HTTP inside the network
+        SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 31_536_000)
+        SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", True)
+        SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", False)
+        if not SECURE_HSTS_PRELOAD:
+            # preloading is a commitment for the whole domain, the operator's to make (HSTS_PRELOAD=true)
+            SILENCED_SYSTEM_CHECKS = ["security.W021"]

@@ -39,6 +39,25 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit(f"CI=true but Redis at {settings.REDIS_URL} is not reachable: {exc}", returncode=3)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """Throttle and login-lockout counters do not carry from one test to the next.
+
+    On Redis only the cache's own keys go: the broker shares the database, and FLUSHDB would drop its queues.
+    """
+    yield
+    from django.core.cache import cache
+
+    client = getattr(cache, "_cache", None)
+    if hasattr(client, "get_client"):  # django's RedisCache
+        redis = client.get_client(write=True)
+        keys = list(redis.scan_iter(match=f"{cache.key_prefix}:*", count=1000))
+        if keys:
+            redis.delete(*keys)
+    else:
+        cache.clear()
+
+
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:
     """An OpenAI-compatible fake server on loopback, fresh per test (answers ``ok`` unless scripted otherwise)."""

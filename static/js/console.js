@@ -103,4 +103,20 @@
   }
   document.addEventListener("mouseup", quoteSelection);
   document.addEventListener("keyup", function (event) { if (event.shiftKey) quoteSelection(); });
+
+  /* behaviour that would otherwise be inline script, which the Content-Security-Policy refuses:
+     a <select data-autosubmit> submits its form on change; a link with data-remove-closest="selector"
+     removes that ancestor (closing a panel htmx opened) instead of navigating */
+  document.addEventListener("change", function (event) {
+    var t = event.target;
+    if (t && t.matches && t.matches("select[data-autosubmit]") && t.form) t.form.submit();
+  });
+  document.addEventListener("click", function (event) {
+    var link = event.target && event.target.closest && event.target.closest("[data-remove-closest]");
+    if (!link) return;
+    var box = link.closest(link.getAttribute("data-remove-closest"));
+    if (!box) return;
+    event.preventDefault();
+    box.remove();
+  });
 })();

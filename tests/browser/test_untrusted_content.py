@@ -36,7 +36,9 @@ def hostile_history() -> list[dict[str, Any]]:
 
 
 def test_it_shows_html_in_messages_as_text_and_runs_none_of_it(live_server: Any, page: Page) -> None:
-    session = create_session(ImportedSession(key="web:<b>hostile</b>", messages=hostile_history(), metadata={}))
+    session = create_session(
+        ImportedSession(key="web:<b onclick=alert(1)>hostile", messages=hostile_history(), metadata={})
+    )
     run = compress_now(session, config={"context_window_tokens": 3000})
     assert run.status == CompressionRun.Status.SUCCEEDED, run.error
     summary = Summary.objects.get(run=run)
@@ -74,6 +76,6 @@ def test_it_shows_html_in_messages_as_text_and_runs_none_of_it(live_server: Any,
         assert page.locator("img[src=x]").count() == 0, path
         assert page.locator("script:not([src])").count() == 0, path
         body = page.locator("main").inner_text()
-        assert "<script>" in body or "<img" in body or "<b>hostile</b>" in body, path
+        assert "<script>" in body or "<img" in body or "<b onclick=" in body, path
     expect(page.locator("main")).to_contain_text("<img src=x onerror=")
     assert dialogs == []

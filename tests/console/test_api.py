@@ -6,7 +6,6 @@ Tasks run eagerly in-process here (the real-worker journey is in test_api_worker
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -16,16 +15,13 @@ from compression import validate_messages
 from console.apikeys import create_api_key
 from console.celery import tasks_inline
 from console.models import ApiKey, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
+from tests import samples
 
-SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "coding_export_job.json"
 SMALL_WINDOW = {"context_window_tokens": 4000}
 
 
 def sample_messages() -> list[dict]:
-    from compression.session_file import load_session
-
-    messages, _ = load_session(SAMPLE.read_text(encoding="utf-8"))
-    return messages
+    return samples.sample_messages(samples.CODING)
 
 
 def issue_key(name: str, role: str) -> str:
@@ -202,8 +198,8 @@ def test_it_creates_reads_lists_and_searches_sessions(operator):
             "tool_calls must be a non-empty list",
         ),
         ({"key": "s:1", "messages": "hello"}, 422, "messages"),
-        ({"key": "s:1", "messages": [{"role": "user", "content": "a\x00b"}]}, 422, "message 0: contains a NUL"),
-        ({"key": "s:\x00"}, 422, "without NUL"),
+        ({"key": "s:1", "messages": [{"role": "user", "content": "a\x00b"}]}, 422, "messages[0].content: contains a"),
+        ({"key": "s:\x00"}, 422, "key: contains a NUL"),
         ({"messages": []}, 422, "key"),
         ({"key": "a/b"}, 422, "must not contain '/'"),
         ({"key": "s:1", "context_window_tokens": 10}, 422, "context_window_tokens"),
@@ -497,7 +493,7 @@ def test_drift_cases_are_listed_read_and_reviewed(operator, drift_case):
 def test_the_api_docs_load_swagger_from_our_static_files_not_a_cdn():
     html = Client().get("/api/v1/docs").content.decode()
     assert "/static/ninja/swagger-ui-bundle.js" in html
-    assert "cdn" not in html.lower()
+    assert "cdn." not in html.lower()  # (a CSRF token may hold "cdn")
 
 
 @pytest.mark.django_db

@@ -225,14 +225,21 @@ def test_it_has_a_form_that_works_without_javascript(as_viewer):
 def test_it_says_how_to_import_sessions_when_there_are_none(as_viewer):
     html = as_viewer.get("/").content.decode()
     assert "No sessions yet." in html
-    assert "python manage.py import_sessions PATH" in html
+    # the venv's python (a bare python has no Django), and the setting that loads a folder with the demo
+    assert '<pre class="mono">.venv/bin/python manage.py import_sessions PATH</pre>' in html
+    assert '<span class="mono">DEMO_SAMPLES_DIR</span>' in html
+    as_viewer.cookies["django_language"] = "zh-hans"
+    html = as_viewer.get("/").content.decode()
+    assert '或把存放它们的文件夹设为 <span class="mono">DEMO_SAMPLES_DIR</span>' in html
 
 
 def test_it_escapes_html_in_session_keys(as_viewer):
-    make_session("x:<script>alert(1)</script>")
+    make_session("x:<script>alert(1)<\\script>")
+    Session.objects.create(key="y:<script>alert(2)</script>")  # stored before keys were checked
     html = as_viewer.get("/").content.decode()
-    assert "<script>alert(1)</script>" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert(" not in html
+    assert "&lt;script&gt;alert(1)&lt;\\script&gt;" in html
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in html
 
 
 def test_it_shows_the_chinese_interface(as_viewer):

@@ -31,6 +31,8 @@ def start_django(**env: str) -> subprocess.CompletedProcess:
         ({"DRIFT_CASE_MIN_SEVERITY": "urgent"}, "DRIFT_CASE_MIN_SEVERITY"),
         ({"AUTO_COMPRESS": "sometimes"}, "AUTO_COMPRESS"),
         ({"DEBUG": "false"}, "SECRET_KEY"),
+        ({"API_RATE_LIMIT": "lots"}, "API_RATE_LIMIT"),
+        ({"API_AUTH_FAILURE_LIMIT": "5/fortnight"}, "API_AUTH_FAILURE_LIMIT"),
     ],
 )
 def test_it_refuses_to_start_with_a_bad_value(env, named):
