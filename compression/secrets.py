@@ -86,10 +86,14 @@ class _Rule:
     lower: bool
     pattern: re.Pattern[str]
     replace: Replace
+    #: and this must be in the text too (``""``: no second check)
+    also: str = ""
 
 
-def _rule(needles: tuple[str, ...], pattern: str, replace: Replace, *, lower: bool = False, flags: int = 0) -> _Rule:
-    return _Rule(needles, lower, re.compile(pattern, flags), replace)
+def _rule(
+    needles: tuple[str, ...], pattern: str, replace: Replace, *, lower: bool = False, flags: int = 0, also: str = ""
+) -> _Rule:
+    return _Rule(needles, lower, re.compile(pattern, flags), replace, also)
 
 
 #: a 40-character base64-ish run, as AWS secret access keys are
@@ -158,7 +162,12 @@ _RULES: list[_Rule] = [
     _rule(("AKIA", "ASIA"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", _whole("aws_key")),
     _rule(("eyJ",), r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", _whole("jwt")),
     _rule(("bearer",), r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9_\-.~+/]{12,}=*)", _group("bearer"), lower=True),
-    _rule(("://",), r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\[]+:(?P<secret>[^\s@/]{3,})@", _group("url_password")),
+    _rule(
+        ("://",),
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\[]+:(?P<secret>[^\s@/]{3,})@",
+        _group("url_password"),
+        also="@",
+    ),
     _rule(
         ("pass", "pwd", "token", "secret", "key", "auth", "credential", "密码", "口令"),
         r"(?i)(?:(?<![\[:\w])(?:[a-z0-9_]*?(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key"
@@ -168,6 +177,14 @@ _RULES: list[_Rule] = [
         lower=True,
     ),
 ]
+
+
+#: every rule's needles, lower-cased: a text holding none of them (the common case) is returned at once
+_ANY_NEEDLE = tuple(sorted({n.lower() for rule in _RULES for n in rule.needles if not n.lower().startswith("sk-ant")}))
+
+
+def _may_hold_secret(text: str) -> bool:
+    return any(map(text.lower().__contains__, _ANY_NEEDLE))  # no Python frame per needle
 
 
 def mask_secrets(text: str, key: MaskKey = None) -> str:
@@ -182,7 +199,7 @@ def mask_secrets(text: str, key: MaskKey = None) -> str:
     ``key``: the HMAC key of the placeholders (give one; see the module docstring).
     Idempotent: masking twice gives the same text.
     """
-    if not text:
+    if not text or not _may_hold_secret(text):
         return text
     mac = _key_bytes(key)
     lowered: str | None = None
@@ -195,7 +212,7 @@ def mask_secrets(text: str, key: MaskKey = None) -> str:
             haystack = lowered
         else:
             haystack = text
-        if not any(n in haystack for n in rule.needles):
+        if not any(n in haystack for n in rule.needles) or (rule.also and rule.also not in text):
             continue
         new_text = rule.pattern.sub(lambda m, r=rule: r.replace(m, mac), text)  # type: ignore[misc]
         if new_text != text:
@@ -229,6 +246,8 @@ def mask_arguments(arguments: str, key: MaskKey = None) -> str:
     ``TOKEN=\\"...\\"`` value from the text patterns, and a replacement must not
     eat an escape); anything else as text.
     """
+    if not _may_hold_secret(arguments) and "\\u" not in arguments:  # a \u escape can hide a label (密码)
+        return arguments
     masked = mask_secrets(arguments, key)
     if masked == arguments and "\\" not in arguments:
         return arguments
@@ -267,7 +286,23 @@ def _mask_value(value: Any, key: MaskKey, field: str = "") -> Any:
 
 def mask_message(message: Any, key: MaskKey = None) -> Any:
     """``message`` with secrets masked in every string it holds (ids and roles aside); copy on write."""
-    return _mask_value(message, key)
+    if not isinstance(message, dict):
+        return _mask_value(message, key)
+    out: dict[str, Any] | None = None
+    for k, v in message.items():  # the common fields directly: this runs over whole histories
+        if k in _STRUCTURAL:
+            continue
+        if isinstance(v, str):
+            new: Any = mask_secrets(v, key)
+        elif isinstance(v, list | dict):
+            new = _mask_value(v, key, k)
+        else:
+            continue
+        if new is not v:
+            if out is None:
+                out = dict(message)
+            out[k] = new
+    return message if out is None else out
 
 
 def mask_messages(messages: Sequence[Any], key: MaskKey = None) -> list[Any]:
