@@ -278,16 +278,22 @@ class Compressor:
         start_index: int,
         focus_topic: str | None,
         lossy: Sequence[tuple[int, dict[str, Any]]] = (),
+        indexes: list[int | None] | None = None,
     ) -> tuple[SummaryRequest, list[Fact], list[CompressionWarning]]:
-        """Build the summary request. ``lossy``: (index, original) of kept messages that pruning shortened,
-        whose facts would otherwise be in neither the summary nor the output."""
+        """Build the summary request. ``lossy``: (history index, original) of kept messages that pruning
+        shortened, whose facts would otherwise be in neither the summary nor the output. ``indexes``: the
+        segment's history indexes (default: counted from ``start_index``, earlier summaries expanded)."""
+        from .facts import history_indexes
+
         warnings: list[CompressionWarning] = []
         facts: list[Fact] = []
         previous: str | None = None
+        if indexes is None:
+            indexes = history_indexes(segment, start_index)
         try:
             from .facts import extract_facts, find_previous_summary, select_facts
 
-            facts = extract_facts(segment, start_index=start_index)
+            facts = extract_facts(segment, start_index=start_index, indexes=indexes)
             if lossy:
                 for index, original in lossy:
                     facts.extend(extract_facts([original], start_index=index))
@@ -303,6 +309,7 @@ class Compressor:
             previous_summary=previous,
             max_tokens=self.config.effective_summary_max_tokens,
             input_tokens=self.config.effective_summary_input_tokens,
+            history_indexes=indexes,
         )
         return request, facts, warnings
 
@@ -349,8 +356,15 @@ class Compressor:
             on_archive(archive)  # the caller stores it before any model sees the segment
 
         counts = stages.start("summarize")
-        lossy = [(p.index, messages[p.index]) for p in pruned.items if p.index >= bounds.tail_start]
-        request, facts, warnings = self._request(archive.messages, archive.start, focus_topic, lossy)
+        from .facts import history_indexes
+
+        numbering = history_indexes(messages)  # the one numbering of every #N and source index
+        lossy = [
+            (numbering[p.index] or p.index, messages[p.index]) for p in pruned.items if p.index >= bounds.tail_start
+        ]
+        request, facts, warnings = self._request(
+            archive.messages, archive.start, focus_topic, lossy, numbering[archive.start : archive.end]
+        )
         counts.update(facts=len(facts), previous_summary=request.previous_summary is not None)
         return _Plan(
             messages=messages,
@@ -390,6 +404,8 @@ class Compressor:
                     f"{len(archive)} messages archived without a summary",
                 )
             )
+        from .facts import segment_history_range
+
         header = SummaryHeader(
             summary_id=summary_id,
             generator=outcome.generator if outcome.ok else "none",
@@ -397,6 +413,7 @@ class Compressor:
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             archived_range=(archive.start, archive.end),
             archive_sha256=archive.sha256,
+            history_range=segment_history_range(plan.request.history_indexes or [], archive.messages),
         )
         head = plan.messages[: bounds.head_end]  # the head is protected: original messages, never pruned
         tail = plan.pruned.messages[bounds.tail_start :]
