@@ -666,7 +666,7 @@ def run_planted(windows: list[int], seeds: int, show: str) -> None:
     )
     # (window, kind, split) -> [kept, base, total]
     table: dict[tuple[int, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
-    negation = Counter()
+    negation: Counter[tuple[int, str]] = Counter()
     for window in windows:
         for seed in range(seeds):
             for build in builders:
@@ -676,7 +676,7 @@ def run_planted(windows: list[int], seeds: int, show: str) -> None:
                 elapsed = (time.perf_counter() - started) * 1000
                 out = _texts(result.messages)
                 base = _texts(sliding_window(session.messages, result.tokens_after))
-                kept_here = Counter()
+                kept_here: Counter[tuple[str, bool]] = Counter()
                 for p in session.plants:
                     probe = _norm(p.probe)
                     row = table[(window, p.kind, p.split)]
@@ -747,7 +747,8 @@ def real_probes(messages: list[Message], start: int, end: int) -> dict[str, set[
     last_error = None
     for m in messages[start:end]:
         role = m.get("role")
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
+        raw_content = m.get("content")
+        content = raw_content if isinstance(raw_content, str) else ""
         for call in m.get("tool_calls") or ():
             raw = call.get("function", {}).get("arguments") or "{}"
             try:

@@ -675,6 +675,8 @@ def _whole(s: _Statement) -> list[_Clause]:
 
 def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> bool:
     """Whether ``s`` states the action of ``c`` without its negation (the whole sentence, or one clause of it)."""
+    if c.text in s.text:  # the constraint restated verbatim (a summary quoting the user's turn) inverts nothing
+        return False
     action = c.action
     verbs = c.verbs
     objects = action - (action & _VERBS) | c.anchors

@@ -84,7 +84,8 @@ PATH_RANKS = {"edited": 5, "user": 4, "read": 3, "summary": 3, "used": 2, "menti
 
 # ---------------------------------------------------------------- patterns
 
-_SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|(?<=\.)(?=\s)|\n+")
+# a period ends a sentence only after a word ("done. Next"), not in "./..." or "ruff check . && mypy"
+_SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|(?<=[^\s./]\.)(?=\s)|\n+")
 
 # prohibitions and requirements (checked before approvals: "don't proceed" is a constraint)
 _CONSTRAINT_EN = re.compile(
@@ -164,7 +165,7 @@ _ERROR_HINT = re.compile(
 )
 _EXIT_ONLY = re.compile(r"^\W*exit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*-?\d+\W*$", re.I)
 _EXIT_ZERO = re.compile(r"\bexit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*0\b")
-_TRACEBACK_HEAD = re.compile(r"^Traceback \(most recent call last\):?\s*$")
+_TRACEBACK_HEAD = re.compile(r"^(?:[\w ]{1,20}:\s*)?Traceback \(most recent call last\):?\s*$")
 _ERROR_NOISE = re.compile(r"^\s*(?:#|//)|\b(?:0 failed|no errors?|without errors?|0 errors?)\b|没有报错|无错误", re.I)
 
 _COMMAND_TOOL = re.compile(
@@ -204,6 +205,12 @@ _FILE_EXTENSIONS = (
 # a bare file name (no directory): export_utils.py, settings_local.py
 _BARE_FILE = re.compile(r"(?<![\w@+./~\\-])[\w@+-][\w@+.-]*\.(?:" + _FILE_EXTENSIONS + r")(?![\w/\\-])", re.ASCII)
 _FILE_SHAPE = re.compile(r"^[\w@+~.-]*(?:/[\w@+.-]+)*\.(?:" + _FILE_EXTENSIONS + r")$|/", re.ASCII)
+
+# tool-call argument keys whose values identify what the task is about
+_ID_KEY = re.compile(
+    r"(?:^|_)(?:id|ids|number|no|code|ref|reference|sku|order|reservation|ticket|issue|pr|branch)$", re.I
+)
+_ID_NEEDLE = re.compile(r'(?:id|number|code|ref|order|reservation|ticket|issue|branch)"\s*:', re.I)
 
 _PINNED_LINE = re.compile(r"^- \[(?P<kind>[a-z_]+)\](?: \(#(?P<index>\d+)\))? (?P<text>.+)$")
 
@@ -400,6 +407,18 @@ def _command_of(name: str, args: dict[str, Any] | None, raw: str) -> str | None:
     return None
 
 
+def _ids_of(args: dict[str, Any] | None) -> list[str]:
+    """Short id-like argument values (keys such as ``reservation_id``, ``order``, ``ticket``)."""
+    if args is None:
+        return []
+    return [
+        value
+        for key, value in args.items()
+        if isinstance(key, str) and _ID_KEY.search(key) and isinstance(value, str) and 2 < len(value) <= 64
+        if " " not in value.strip()
+    ]
+
+
 def _paths_of(args: dict[str, Any] | None) -> list[str]:
     if args is None:
         return []
@@ -441,7 +460,19 @@ class _Collector:
             self.facts[key] = Fact(kind=kind, text=old.text, source_index=index, role=old.role, rank=rank)
 
 
+#: a user message with more lines than this is mostly pasted output (logs, lint, a diff): its sentences
+#: are read only at its edges, its body is scanned for errors like a tool's output
+PASTED_LINES = 30
+
+
 def _scan_user(text: str, index: int, out: _Collector) -> None:
+    if text.count("\n") > PASTED_LINES:
+        for line in salient_error_lines(text, 3):
+            out.add("error", line, index, "user")
+        text = windowed(text, 1_500, 1_500)
+        pasted = True
+    else:
+        pasted = False
     for sentence in split_sentences(text):
         if is_prohibition(sentence):
             out.add("constraint", sentence, index, "user")
@@ -449,7 +480,7 @@ def _scan_user(text: str, index: int, out: _Collector) -> None:
             out.add("approval", sentence, index, "user")
         elif is_decision(sentence):
             out.add("decision", sentence, index, "user")
-    for line in find_error_lines(text):
+    for line in () if pasted else find_error_lines(text):
         out.add("error", line, index, "user")
     for path in find_file_names(text):
         out.add("path", path, index, "user", PATH_RANKS["user"])
@@ -472,9 +503,11 @@ def _scan_assistant(message: dict[str, Any], text: str, index: int, out: _Collec
         name = call_name(call)
         is_command = bool(_COMMAND_TOOL.search(name))
         raw = call_arguments(call)
-        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES):
+        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES) and not _ID_NEEDLE.search(raw):
             continue  # nothing to pin: skip parsing the arguments
         args, raw = _arguments(call)
+        for value in _ids_of(args):  # reservation_id, order_id, ticket ...: what the task is about
+            out.add("identifier", value, index, "assistant", 1)
         command = _command_of(name, args, raw) if is_command else None
         if command:
             out.add("command", command, index, "assistant")
@@ -637,7 +670,11 @@ def select_facts(facts: Iterable[Fact], limits: FactLimits = DEFAULT_LIMITS) -> 
         cap = limits.cap(kind)
         # rank first (paths: edited > named by the user > read > listed); then what a user said (or an
         # earlier summary pinned) outranks what tools printed; then the most recent
-        ranked = sorted(by_kind[kind].values(), key=lambda f: (f.rank, f.role in ("user", "summary"), _order_key(f)))
+        # (errors: the latest state matters most, whoever printed it)
+        ranked = sorted(
+            by_kind[kind].values(),
+            key=lambda f: (f.rank, kind != "error" and f.role in ("user", "summary"), _order_key(f)),
+        )
         kept = ranked[-cap:] if cap > 0 else []
         selected.extend(sorted(kept, key=_order_key))
     return selected

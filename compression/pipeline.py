@@ -279,6 +279,8 @@ class Compressor:
         focus_topic: str | None,
         lossy: Sequence[tuple[int, dict[str, Any]]] = (),
         indexes: list[int | None] | None = None,
+        free_tokens: int | None = None,
+        middle_tokens: int | None = None,
     ) -> tuple[SummaryRequest, list[Fact], list[CompressionWarning]]:
         """Build the summary request. ``lossy``: (history index, original) of kept messages that pruning
         shortened, whose facts would otherwise be in neither the summary nor the output. ``indexes``: the
@@ -307,11 +309,25 @@ class Compressor:
             facts=facts,
             focus_topic=focus_topic,
             previous_summary=previous,
-            max_tokens=self.config.effective_summary_max_tokens,
+            max_tokens=self._budget(segment, facts, free_tokens, middle_tokens),
             input_tokens=self.config.effective_summary_input_tokens,
             history_indexes=indexes,
         )
         return request, facts, warnings
+
+    def _budget(
+        self, segment: list[dict[str, Any]], facts: list[Fact], free_tokens: int | None, middle_tokens: int | None
+    ) -> int:
+        """The summary budget: it follows the middle's size and the room under the trigger (see
+        :meth:`CompressionConfig.summary_budget`); the pinned facts get their own share."""
+        if self.config.summary_max_tokens is not None:
+            return self.config.summary_max_tokens
+        from .facts import render_pinned_facts
+
+        pinned = self.counter.text(render_pinned_facts(facts)) if facts else 0
+        if middle_tokens is None:
+            middle_tokens = self.counter.count(segment)
+        return self.config.summary_budget(middle_tokens, free_tokens, pinned)
 
     def _prepare(
         self,
@@ -362,8 +378,17 @@ class Compressor:
         lossy = [
             (numbering[p.index] or p.index, messages[p.index]) for p in pruned.items if p.index >= bounds.tail_start
         ]
+        # room under the trigger left by what stays verbatim (head, pruned tail) and the inserted messages
+        kept = sum(pruned.token_counts[: bounds.head_end]) + sum(pruned.token_counts[bounds.tail_start :])
+        free = self.config.trigger_tokens - kept - 160
         request, facts, warnings = self._request(
-            archive.messages, archive.start, focus_topic, lossy, numbering[archive.start : archive.end]
+            archive.messages,
+            archive.start,
+            focus_topic,
+            lossy,
+            numbering[archive.start : archive.end],
+            free,
+            sum(token_counts[bounds.head_end : bounds.tail_start]),
         )
         counts.update(facts=len(facts), previous_summary=request.previous_summary is not None)
         return _Plan(
@@ -389,14 +414,12 @@ class Compressor:
         summary_id = f"sum_{uuid.uuid4().hex[:16]}"
         if outcome.ok:
             body = outcome.text or ""
-            limit = self.config.effective_summary_max_tokens
+            limit = plan.request.max_tokens
             size = self.counter.text(body)
             if size > limit * 1.25:
                 warnings.append(CompressionWarning("summary_over_budget", f"summary has {size} tokens, budget {limit}"))
         else:
-            body = render_failure_body(
-                len(archive), plan.facts, outcome.error, max_chars=self.config.effective_summary_max_tokens * 3
-            )
+            body = render_failure_body(len(archive), plan.facts, outcome.error, max_chars=plan.request.max_tokens * 3)
             warnings.append(
                 CompressionWarning(
                     "summary_failed",
