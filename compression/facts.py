@@ -435,6 +435,11 @@ def _paths_of(args: dict[str, Any] | None) -> list[str]:
 # ---------------------------------------------------------------- extraction
 
 
+#: kinds where texts differing only in numbers are one fact and the latest wins ("1 failed, 30 passed" /
+#: "2 failed, 29 passed"); not constraints: "do not touch module_1" and "module_2" are two
+_LATEST_WINS = frozenset({"error"})
+
+
 class _Collector:
     """Keeps facts deduplicated by (kind, text), remembering the first place each appeared.
 
@@ -452,9 +457,10 @@ class _Collector:
             return
         if "sk-" in text or "=" in text or ":" in text or "Bearer" in text or "-----" in text:
             text = mask_secrets(text)
-        key = (kind, number_key(text) if kind == "error" else text)
+        latest_wins = kind in _LATEST_WINS
+        key = (kind, number_key(text) if latest_wins else text)
         old = self.facts.get(key)
-        if old is None or (kind == "error" and old.role != "summary"):
+        if old is None or (latest_wins and old.role != "summary"):
             self.facts[key] = Fact(kind=kind, text=text, source_index=index, role=role, rank=rank)
         elif rank > old.rank:
             self.facts[key] = Fact(kind=kind, text=old.text, source_index=index, role=old.role, rank=rank)

@@ -100,8 +100,10 @@ def render_sections(sections: dict[str, list[str]]) -> str:
 
 #: kinds dropped whole, lowest first, before the balanced trimming of the middle kinds
 _DROP_FIRST = ("identifier", "command")
-#: kinds trimmed together: the one with most lines loses its oldest line first
+#: kinds trimmed together: the one with most (weighted) lines loses its weakest, oldest line first;
+#: an assistant's "let's …" weighs more than an edited file or an error, so it goes sooner
 _BALANCED = ("decision", "path", "error")
+_WEIGHT = {"decision": 1.5, "path": 0.8, "error": 1.0}
 
 
 def _fit_pinned(facts: Sequence[Fact], budget: int) -> list[str]:
@@ -123,7 +125,7 @@ def _fit_pinned(facts: Sequence[Fact], budget: int) -> list[str]:
                 drop(i)
     while total > budget:
         alive = {k: [i for i, f in enumerate(facts) if keep[i] and f.kind == k] for k in _BALANCED}
-        kind = max(_BALANCED, key=lambda k: len(alive[k]))
+        kind = max(_BALANCED, key=lambda k: len(alive[k]) * _WEIGHT[k])
         if not alive[kind]:
             break
         # the weakest first (paths: listed before read before edited), what tools printed before what
