@@ -25,10 +25,11 @@ The baseline is a sliding window: the system message plus the most recent messag
 number of tokens as the pipeline's output. Constraints are also checked with ``check_drift``
 (no ``constraint_inverted`` / ``constraint_dropped`` finding): "kept with negation".
 
-Real runs: when ``../shared/real`` (or ``--real DIR``) exists, its runs are compressed too and
-probed for task ids (ids in tool arguments), edited files, the last error and later user
-instructions found in the middle. That folder is never part of the repository; without it this part
-is skipped with a message. Prints numbers only; nothing is asserted.
+Real runs: when the folder ``shared/real`` beside the repository (or ``$REAL_RUNS_DIR``, or
+``--real DIR``) exists, its runs are compressed too and probed for task ids (ids in tool
+arguments), edited files, the last error and later user instructions found in the middle. That
+folder is never part of the repository; without it this part is skipped with a message. Prints
+numbers only; nothing is asserted.
 """
 
 from __future__ import annotations
