@@ -1078,12 +1078,16 @@ def check_drift(
     constraints, approvals = _user_statements(original_messages)
     corpus = _corpus(original_messages)
     findings: list[DriftFinding] = []
+    # a prose sentence quoting a user's own constraint or approval verbatim (a kept user turn) is no
+    # evidence against another one: "No function may be longer than 50 lines." does not break "under 50"
+    quoted = [st.text for st in constraints + approvals if len(st.text) >= 8]
+    checked = [st for st in prose if not any(q in st.text for q in quoted)] if quoted else prose
     for c in constraints:
-        finding = _check_constraint(c, prose, pinned, summary_text)
+        finding = _check_constraint(c, checked, pinned, summary_text)
         if finding:
             findings.append(finding)
     for a in approvals:
-        finding = _check_approval(a, prose, summary_text)
+        finding = _check_approval(a, checked, summary_text)
         if finding:
             findings.append(finding)
     if context_messages:

@@ -327,3 +327,26 @@ def test_render_pinned_facts_round_trips_indexes() -> None:
         ("先不要修改部署脚本", 12),
         ("a/b.py", 40),
     ]
+
+
+class TestDriftOnKeptUserTurns:
+    def test_a_constraint_restated_verbatim_in_a_kept_user_turn_is_not_inverted(self) -> None:
+        from compression import check_drift
+
+        original = [user("Continue. Stop editing the generated files in build/.")]
+        summary = (
+            "## Progress and next steps\n- User request (#0): Continue. Stop editing the generated files in build/."
+            "\n\n## Pinned facts\n- [constraint] (#0) Stop editing the generated files in build/."
+        )
+        assert check_drift(original, summary) == []
+
+    def test_a_kept_user_limit_is_no_evidence_against_another_limit(self) -> None:
+        from compression import check_drift
+
+        original = [user("Keep every function under 40 lines."), user("No function may be longer than 40 lines.")]
+        summary = (
+            "## Progress and next steps\n- User request (#1): No function may be longer than 40 lines.\n\n"
+            "## Pinned facts\n- [constraint] (#0) Keep every function under 40 lines.\n"
+            "- [constraint] (#1) No function may be longer than 40 lines."
+        )
+        assert [f.kind for f in check_drift(original, summary)] == []
