@@ -284,7 +284,8 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
     if scan.last_assistant:
         i, t = scan.last_assistant
         progress.append(f"- Last assistant state (#{i}): {t}")
-    progress += [f"- Next (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.next_steps, 2)]
+    last = scan.last_assistant[1] if scan.last_assistant else ""
+    progress += [f"- Next (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.next_steps, 2) if _short(st) != last]
     new["## Progress and next steps"] = progress
 
     new["## Key tool results"] = _key_tool_results(scan, facts)[-6:]
@@ -293,15 +294,17 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
 
 
 def _user_lines(turns: Sequence[tuple[int, str]], pinned: set[str]) -> list[str]:
-    """Every distinct user turn, whole (turns that differ only in numbers count once, at the latest),
-    except a turn that is one pinned sentence; the size cap drops these after every tool-derived line."""
+    """Every distinct user turn, whole, except a turn that is one pinned sentence; the size cap drops
+    these after every tool-derived line. Long turns that differ only in numbers (a runtime's templated
+    "found 2 actions" prompts) count once, at the latest; short ones are a person's words, kept each."""
     latest: dict[str, tuple[int, str]] = {}
     for index, text in turns:
         if text.strip() in pinned:
             continue  # already verbatim in the pinned facts
         line = _user_turn(text)
-        latest.pop(number_key(line), None)
-        latest[number_key(line)] = (index, line)
+        key = number_key(line) if len(line) > 200 else line
+        latest.pop(key, None)
+        latest[key] = (index, line)
     return [f"- User request (#{i}): {t}" for i, t in sorted(latest.values())]
 
 

@@ -371,6 +371,25 @@ def shell_written_files(command: str) -> list[str]:
     return found
 
 
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+
+
+def shell_words(command: str) -> str:
+    """``command`` without heredoc bodies and quoted strings (``sed 's/a/b/'`` expressions are not paths)."""
+    lines: list[str] = []
+    ending: str | None = None
+    for line in command.splitlines():
+        if ending is not None:
+            if line.strip() == ending:
+                ending = None
+            continue
+        heredoc = _HEREDOC.search(line)
+        if heredoc:
+            ending = heredoc.group(1)
+        lines.append(_QUOTED.sub(" ", line) if "'" in line or '"' in line else line)
+    return "\n".join(lines)
+
+
 def find_file_names(text: str) -> list[str]:
     """Paths (see :func:`find_paths`) and bare file names with a known extension (``export_utils.py``)."""
     found = find_paths(text)
@@ -436,8 +455,9 @@ def _paths_of(args: dict[str, Any] | None) -> list[str]:
 
 
 #: kinds where texts differing only in numbers are one fact and the latest wins ("1 failed, 30 passed" /
-#: "2 failed, 29 passed"); not constraints: "do not touch module_1" and "module_2" are two
-_LATEST_WINS = frozenset({"error"})
+#: "2 failed, 29 passed", "sed -n '10,70p' x.py" / "sed -n '80,140p' x.py"); not constraints: "do not
+#: touch module_1" and "module_2" are two
+_LATEST_WINS = frozenset({"error", "command"})
 
 
 class _Collector:
@@ -520,7 +540,7 @@ def _scan_assistant(message: dict[str, Any], text: str, index: int, out: _Collec
             head = command[:4_000]
             for path in shell_written_files(head):
                 out.add("path", path, index, "assistant", PATH_RANKS["edited"])
-            for path in find_file_names(head):
+            for path in find_file_names(shell_words(head)):
                 out.add("path", path, index, "assistant", PATH_RANKS["used"])
         action = "edited" if _WRITE_TOOL.search(name) else "read"
         for path in _paths_of(args):

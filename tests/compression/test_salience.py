@@ -176,8 +176,17 @@ class TestSummaryProse:
         for n, turn in enumerate(turns):
             messages += [user(turn), calls(call(f"c{n}", "terminal", cmd="ls")), result(f"c{n}", "x" * 400)]
         body = summarize(messages)
-        # turns differing only in numbers count once (the latest)
-        assert turns[-1] in body
+        assert all(turn in body for turn in turns)
+
+    def test_long_templated_turns_differing_only_in_numbers_count_once(self) -> None:
+        prompt = "Please always provide EXACTLY ONE action in triple backticks, found {n} actions. " + "Format. " * 30
+        messages = []
+        for n in range(2, 6):
+            messages += [user(prompt.format(n=n)), assistant(f"Sorry, attempt {n}.")]
+        body = summarize(messages)
+        prose = body[: body.index("## Pinned facts")]
+        assert prose.count("Please always provide EXACTLY ONE action") == 1
+        assert "found 5 actions. Format." in prose
 
     def test_distinct_user_turns_outlive_tool_results_in_the_trim(self) -> None:
         messages = []
@@ -187,9 +196,12 @@ class TestSummaryProse:
                 calls(call(f"c{n}", "terminal", cmd=f"cat log_{n}")),
                 result(f"c{n}", f"log line for {n} " * 20),
             ]
-        body = summarize(messages, max_tokens=700)
-        assert "Look at service D29 next, carefully please." in body
-        assert "## Key tool results" not in body  # tool-derived lines went first
+        for budget in (500, 700, 900):
+            body = summarize(messages, max_tokens=budget)
+            assert "Look at service D29 next, carefully please." in body
+            kept = sum(f"Look at service {chr(65 + n % 26)}{n} next" in body for n in range(30))
+            if kept < 30:  # a user turn went: every tool-derived line went before it
+                assert "## Key tool results" not in body and "## Files and identifiers" not in body
 
     def test_a_long_user_turn_keeps_its_head_and_tail(self) -> None:
         turn = "Start here. " + "filler words " * 200 + "Finish with the report."
