@@ -390,7 +390,9 @@ class Compressor:
             free,
             sum(token_counts[bounds.head_end : bounds.tail_start]),
         )
-        counts.update(facts=len(facts), previous_summary=request.previous_summary is not None)
+        counts.update(
+            facts=len(facts), previous_summary=request.previous_summary is not None, budget_tokens=request.max_tokens
+        )
         return _Plan(
             messages=messages,
             stages=stages,
