@@ -38,6 +38,7 @@ from .facts import (
     is_prohibition,
     pinned_facts_of,
     split_sentences,
+    user_statement_text,
     windowed,
 )
 from .messages import call_arguments, content_text
@@ -616,7 +617,7 @@ def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statemen
             continue
         if m.get("role") != "user":
             continue
-        text = windowed(content_text(m), 16_000, 8_000)
+        text = user_statement_text(content_text(m))  # the text facts.py reads (edges of pasted output)
         for sentence in split_sentences(text):
             if sentence in seen:
                 continue
@@ -958,7 +959,7 @@ def _check_identifiers(
             continue
         # what users gave, and the tickets/versions/error codes the assistant reported (tool output is not read)
         by_user = m.get("role") == "user"
-        text = windowed(content_text(m), 16_000, 8_000) if by_user else windowed(content_text(m), 6_000, 4_000)
+        text = user_statement_text(content_text(m)) if by_user else windowed(content_text(m), 6_000, 4_000)
         for ident in sorted(_identifiers(text, strong_only=not by_user)):
             if not _is_in(ident, summary):
                 findings.append(

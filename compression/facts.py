@@ -486,19 +486,38 @@ class _Collector:
             self.facts[key] = Fact(kind=kind, text=old.text, source_index=index, role=old.role, rank=rank)
 
 
-#: a user message with more lines than this is mostly pasted output (logs, lint, a diff): its sentences
-#: are read only at its edges, its body is scanned for errors like a tool's output
+#: a user message with more lines than this may hold pasted output (logs, lint, a diff, code): its
+#: body is scanned for errors like a tool's output, and its machine-looking lines are no statements
 PASTED_LINES = 30
+# indented code, diff lines, file:line (lint, grep), log timestamps, pytest "E   ", prompts, rulers,
+# exception lines, single tokens: output, not what the person asked for
+_MACHINE_LINE = re.compile(
+    r"^(?:\s|[+-](?! \S)|@@|[\w./\\-]+:\d+|\d{4}-\d\d-\d\d[T ]\d|E\s{2,}|>>>|\$ |[=_*~#-]{3,}"
+    r"|Traceback|[\w.]*(?:Error|Exception|Warning)\b)|^\S*$"
+)
+
+
+def is_pasted(text: str) -> bool:
+    """Whether a user message is mostly pasted output (more than :data:`PASTED_LINES` lines)."""
+    return text.count("\n", 0, 200_000) > PASTED_LINES
+
+
+def user_statement_text(text: str) -> str:
+    """The part of a user message its statements (constraints, approvals) are read from: all of it
+    within 16 KB + 8 KB, but in a long message only its prose lines (a person's words, not the lint
+    output, diff or log pasted with them). Shared with the drift checks."""
+    text = windowed(text, 16_000, 8_000)
+    if not is_pasted(text):
+        return text
+    return "\n".join(line for line in text.splitlines() if not _MACHINE_LINE.match(line))
 
 
 def _scan_user(text: str, index: int, out: _Collector) -> None:
-    if text.count("\n") > PASTED_LINES:
+    pasted = is_pasted(text)
+    if pasted:
         for line in salient_error_lines(text, 3):
             out.add("error", line, index, "user")
-        text = windowed(text, 1_500, 1_500)
-        pasted = True
-    else:
-        pasted = False
+    text = user_statement_text(text)
     for sentence in split_sentences(text):
         if is_prohibition(sentence):
             out.add("constraint", sentence, index, "user")

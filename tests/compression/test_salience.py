@@ -100,6 +100,12 @@ class TestUserInstructions:
         assert len(texts(facts, "error")) <= 3
 
 
+    def test_a_long_spec_from_a_person_keeps_every_requirement(self) -> None:
+        rules = [f"- Do not rename the column field_{n}." for n in range(35)]
+        facts = extract_facts([user("Requirements for the migration:\n" + "\n".join(rules) + "\nThanks.")])
+        assert texts(facts, "constraint") == rules
+
+
 class TestErrors:
     def test_an_exception_in_the_middle_of_long_test_output_is_found(self) -> None:
         error = "sqlite3.OperationalError: no such table: invoices_line"
