@@ -99,7 +99,6 @@ class TestUserInstructions:
         assert len(texts(facts, "constraint")) <= 1
         assert len(texts(facts, "error")) <= 3
 
-
     def test_a_long_spec_from_a_person_keeps_every_requirement(self) -> None:
         rules = [f"- Do not rename the column field_{n}." for n in range(35)]
         facts = extract_facts([user("Requirements for the migration:\n" + "\n".join(rules) + "\nThanks.")])
