@@ -43,7 +43,7 @@ from .summary_message import (
     parse_summary_message,
     summary_history_range,
 )
-from .types import Fact
+from .types import SUMMARY_MARKER, Fact
 
 #: kinds in priority order (the order of the ``## Pinned facts`` section)
 FACT_KINDS: tuple[str, ...] = ("constraint", "approval", "error", "path", "decision", "command", "identifier")
@@ -626,16 +626,13 @@ def history_indexes(messages: Sequence[Any], start: int = 0) -> list[int | None]
     out: list[int | None] = []
     next_index = start
     for message in messages:
-        if isinstance(message, dict) and is_summary_message(message):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and content.startswith(SUMMARY_MARKER):
             span = summary_history_range(message)
             if span is not None:
                 next_index = max(next_index, span[1] + 1)
             out.append(None)
-        elif (
-            isinstance(message, dict)
-            and isinstance(message.get("content"), str)
-            and message["content"] in COMPRESSOR_TEXTS
-        ):
+        elif isinstance(content, str) and content in COMPRESSOR_TEXTS:
             out.append(None)
         else:
             out.append(next_index)
