@@ -367,3 +367,13 @@ class TestDriftOnKeptUserTurns:
             "- [constraint] (#1) No function may be longer than 40 lines."
         )
         assert [f.kind for f in check_drift(original, summary)] == []
+
+
+def test_a_models_segment_is_labelled_with_history_indexes() -> None:
+    from compression.serialize import serialize_segment
+
+    header = SummaryHeader("sum_1", "extractive", None, "2026-12-01T00:00:00+00:00", (3, 60), None, (3, 59))
+    segment = [render_summary_message("## Decisions\n- (#12) kept", header), user("next step"), assistant("done")]
+    text = serialize_segment(segment, 3, 2_000, indexes=history_indexes(segment, 3))
+    assert "#3-#59 EARLIER SUMMARY" in text
+    assert "#60 USER" in text and "#61 ASSISTANT" in text
