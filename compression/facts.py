@@ -640,6 +640,20 @@ def history_indexes(messages: Sequence[Any], start: int = 0) -> list[int | None]
     return out
 
 
+def history_position(messages: Sequence[Any], history_index: int, start: int = 0) -> int | None:
+    """Where history index ``history_index`` is in ``messages`` (an archive, a run's input): the
+    position of that message, or of the earlier summary standing for it; ``None`` when outside.
+    ``start`` is the history index of ``messages[0]``'s numbering, as for :func:`history_indexes`
+    (for an archive, its ``start``). What a console needs to link a ``#N``."""
+    for position, (index, message) in enumerate(zip(history_indexes(messages, start), messages, strict=True)):
+        if index == history_index:
+            return position
+        span = summary_history_range(message) if index is None and isinstance(message, dict) else None
+        if span is not None and span[0] <= history_index <= span[1]:
+            return position
+    return None
+
+
 def segment_history_range(indexes: Sequence[int | None], messages: Sequence[Any]) -> tuple[int, int] | None:
     """First and last history index (inclusive) that a segment stands for, earlier summaries included."""
     low: int | None = None

@@ -377,3 +377,13 @@ def test_a_models_segment_is_labelled_with_history_indexes() -> None:
     text = serialize_segment(segment, 3, 2_000, indexes=history_indexes(segment, 3))
     assert "#3-#59 EARLIER SUMMARY" in text
     assert "#60 USER" in text and "#61 ASSISTANT" in text
+
+
+def test_history_position_finds_a_message_or_the_summary_standing_for_it() -> None:
+    from compression.facts import history_position
+
+    header = SummaryHeader("sum_1", "extractive", None, "2026-12-01T00:00:00+00:00", (3, 60), None, (3, 59))
+    archive = [render_summary_message("body", header), user("next step"), assistant("done")]
+    assert history_position(archive, 61, start=3) == 2
+    assert history_position(archive, 20, start=3) == 0  # inside the earlier summary
+    assert history_position(archive, 99, start=3) is None
