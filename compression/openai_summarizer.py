@@ -206,7 +206,7 @@ class OpenAISummarizer:
         )
 
     def _failure(self, exc: Exception, started: float) -> SummaryOutcome:
-        reason, cooldown, skipped = _describe(exc, self.timeout)
+        reason, cooldown, skipped = _describe(exc, self.timeout, time.perf_counter() - started)
         if not skipped:
             length = cooldown if cooldown is not None else self.cooldown_seconds
             if length > 0:
@@ -267,8 +267,8 @@ def _answer_text(response: Any) -> str:
     return text
 
 
-def _describe(exc: Exception, timeout: float) -> tuple[str, float | None, bool]:
-    """(human-readable reason, cooldown override, skipped?) for a failure."""
+def _describe(exc: Exception, timeout: float, waited: float) -> tuple[str, float | None, bool]:
+    """(human-readable reason, cooldown override, skipped?) for a failure; ``waited``: seconds, retries included."""
     if isinstance(exc, SummaryFailed):
         return exc.reason, exc.cooldown, exc.reason.startswith("cooling down")
     try:
@@ -282,7 +282,8 @@ def _describe(exc: Exception, timeout: float) -> tuple[str, float | None, bool]:
     if isinstance(exc, openai.APIStatusError):
         return f"the endpoint answered HTTP {exc.status_code}: {one_line(str(exc.message), 200)}", None, False
     if isinstance(exc, openai.APITimeoutError):
-        return f"the endpoint did not answer within {timeout:g}s (timeout)", None, False
+        # the client retries a timeout: say how long the call really took, not one attempt's limit
+        return f"the endpoint did not answer: waited {waited:.1f}s ({timeout:g}s timeout per attempt)", None, False
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         detail = f": {one_line(str(cause), 200)}" if cause else ""

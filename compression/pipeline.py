@@ -21,7 +21,7 @@ from .config import CompressionConfig
 from .messages import latest_user_index
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
 from .summary_message import SummaryHeader, is_summary_message
-from .tokens import TokenCounter, default_counter
+from .tokens import HistoryTally, TokenCounter, check_token_counts, default_counter
 from .types import Fact, Summarizer, SummaryOutcome, SummaryRequest
 from .validate import Profile, RepairReport, repair_messages, validate_messages
 
@@ -156,6 +156,8 @@ class _Plan:
     request: SummaryRequest
     repeated: bool
     warnings: list[CompressionWarning]
+    #: token count of each input and pruned message, by ``id()``: the output reuses them instead of recounting
+    known: dict[int, int]
 
 
 def _failed(summarizer: Any, error: BaseException) -> SummaryOutcome:
@@ -199,6 +201,7 @@ class Compressor:
         self.thrash_state = thrash_state if thrash_state is not None else ThrashState()
         self.counter = counter or default_counter
         self.profile: Profile = profile
+        self._tally = HistoryTally(self.counter)
 
     @property
     def summarizer(self) -> Summarizer:
@@ -210,11 +213,20 @@ class Compressor:
 
     # ------------------------------------------------------------------ public
 
-    def should_compress(self, messages: Sequence[dict[str, Any]]) -> bool:
-        """True when the history reached the trigger (tokens, not messages) and auto compression is on."""
+    def should_compress(self, messages: Sequence[dict[str, Any]], *, token_counts: Sequence[int] | None = None) -> bool:
+        """True when the history reached the trigger (tokens, not messages) and auto compression is on.
+
+        ``token_counts``: each message's count when the caller has them (nothing is tokenized then).
+        Otherwise the compressor remembers the histories it counted, so asking again after appends
+        costs the appended messages (see :class:`~compression.tokens.HistoryTally` for in-place edits).
+        """
         if self.thrash_state.stopped:
             return False
-        return self.counter.count(messages) >= self.config.trigger_tokens
+        if token_counts is not None:
+            total = sum(check_token_counts(messages, token_counts))
+        else:
+            total = self._tally.total(messages)
+        return total >= self.config.trigger_tokens
 
     def compress(
         self,
@@ -224,9 +236,16 @@ class Compressor:
         keep_prefix: int = 0,
         on_stage: OnStage | None = None,
         on_archive: OnArchive | None = None,
+        token_counts: Sequence[int] | None = None,
     ) -> CompressionResult:
-        """Compress ``messages`` (never mutated). The output always validates."""
-        plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive)
+        """Compress ``messages`` (never mutated). The output always validates.
+
+        ``token_counts``: each message's token count as ``count_tokens([message])`` gave it, when
+        the caller has them (a store that counted each message once): the input is then not
+        tokenized at all, only what the pipeline writes (pruned descriptions, the summary,
+        repaired messages). One whole number per message, or ``ValueError``.
+        """
+        plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive, token_counts)
         if isinstance(plan, CompressionResult):
             return plan
         return self._finish(plan, _summarize(self.summarizer, plan.request))
@@ -239,9 +258,10 @@ class Compressor:
         keep_prefix: int = 0,
         on_stage: OnStage | None = None,
         on_archive: OnArchive | None = None,
+        token_counts: Sequence[int] | None = None,
     ) -> CompressionResult:
         """Like :meth:`compress`, awaiting the summarizer."""
-        plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive)
+        plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive, token_counts)
         if isinstance(plan, CompressionResult):
             return plan
         return self._finish(plan, await _asummarize(self.summarizer, plan.request))
@@ -336,11 +356,15 @@ class Compressor:
         keep_prefix: int,
         on_stage: OnStage | None,
         on_archive: OnArchive | None,
+        given_counts: Sequence[int] | None = None,
     ) -> _Plan | CompressionResult:
         messages = list(messages)
+        given = check_token_counts(messages, given_counts) if given_counts is not None else None
         stages = _Stages(on_stage)
         counts = stages.start("prune")
-        token_counts = self.counter.per_message(messages)
+        # counted before any stage copies or rewrites a message (masking, pruning): budgets are about the
+        # originals, and the counts stay valid for every message that reaches the output unchanged
+        token_counts = given if given is not None else self.counter.per_message(messages)
         tokens_before = sum(token_counts)
         pruned = prune_tool_outputs(
             messages,
@@ -357,13 +381,14 @@ class Compressor:
             pruned.messages, self.config, self.counter, keep_prefix, token_counts=pruned.token_counts
         )
         counts.update(head=bounds.head_end, middle=bounds.middle_size, tail=bounds.total - bounds.tail_start)
+        known = _known_counts(messages, token_counts, pruned)
         middle = messages[bounds.head_end : bounds.tail_start]
         if all(_is_ours(m) for m in middle):
             if pruned.items:
-                return self._pruned_only(messages, pruned, stages, tokens_before, bounds)
+                return self._pruned_only(messages, pruned, stages, tokens_before, bounds, known)
             why = "no middle segment" if not middle else "the middle holds only an earlier summary"
             warning = CompressionWarning("nothing_to_compress", f"nothing to compress: {why}")
-            return self._unchanged(messages, stages, tokens_before, bounds, [warning])
+            return self._unchanged(messages, stages, tokens_before, bounds, [warning], known)
 
         counts = stages.start("archive")
         archive = Archive.of(messages, bounds.head_end, bounds.tail_start)
@@ -404,6 +429,7 @@ class Compressor:
             request=request,
             repeated=any(_is_summary(m) for m in messages),
             warnings=warnings,
+            known=known,
         )
 
     def _finish(self, plan: _Plan, outcome: SummaryOutcome) -> CompressionResult:
@@ -445,13 +471,13 @@ class Compressor:
         assembled = assemble(head, tail, body, header)
         counts.update(messages=len(assembled))
 
-        repaired, report, tokens_after = self._validate(assembled, stages)
+        repaired, report, tokens_after = self._validate(assembled, stages, plan.known)
         if tokens_after >= plan.tokens_before:
             warning = CompressionWarning(
                 "no_token_savings",
                 f"compressed history ({tokens_after} tokens) is not smaller than the input ({plan.tokens_before})",
             )
-            return self._unchanged(plan.messages, stages, plan.tokens_before, bounds, [*warnings, warning])
+            return self._unchanged(plan.messages, stages, plan.tokens_before, bounds, [*warnings, warning], plan.known)
 
         warnings.extend(self._track_thrash(tokens_after, plan.repeated))
         return CompressionResult(
@@ -472,14 +498,14 @@ class Compressor:
         )
 
     def _validate(
-        self, messages: list[dict[str, Any]], stages: _Stages
+        self, messages: list[dict[str, Any]], stages: _Stages, known: dict[int, int]
     ) -> tuple[list[dict[str, Any]], RepairReport, int]:
-        """Stage 5's last step: repair, check and count the output."""
+        """Stage 5's last step: repair, check and count the output (only the messages not counted before)."""
         counts = stages.start("validate")
         repaired, report = repair_messages(messages, self.profile)
         violations = validate_messages(repaired, self.profile)
         counts.update(violations=len(violations), repaired=report.changed)
-        tokens_after = self.counter.count(repaired)
+        tokens_after = self.counter.count_reusing(repaired, known)
         stages.end()
         return repaired, report, tokens_after
 
@@ -490,18 +516,19 @@ class Compressor:
         stages: _Stages,
         tokens_before: int,
         bounds: Boundaries,
+        known: dict[int, int],
     ) -> CompressionResult:
         """Pruning old tool output was enough: everything left fits the tail, so there is nothing to summarize."""
         items = [p for p in pruned.items if p.index >= bounds.head_end]
         if not items:  # only the head was pruned, and the head is protected
             warning = CompressionWarning("nothing_to_compress", "nothing to compress: no middle segment")
-            return self._unchanged(messages, stages, tokens_before, bounds, [warning])
+            return self._unchanged(messages, stages, tokens_before, bounds, [warning], known)
         # the head is protected: its original messages, never pruned (as in a full compression)
         kept = messages[: bounds.head_end] + pruned.messages[bounds.head_end :]
-        repaired, report, tokens_after = self._validate(kept, stages)
+        repaired, report, tokens_after = self._validate(kept, stages, known)
         if tokens_after >= tokens_before:
             warning = CompressionWarning("no_token_savings", "pruning tool output did not make the history smaller")
-            return self._unchanged(messages, stages, tokens_before, bounds, [warning])
+            return self._unchanged(messages, stages, tokens_before, bounds, [warning], known)
         warnings = [
             CompressionWarning(
                 "pruned_only",
@@ -528,12 +555,13 @@ class Compressor:
         tokens_before: int,
         bounds: Boundaries | None,
         warnings: list[CompressionWarning],
+        known: dict[int, int],
     ) -> CompressionResult:
         counts = stages.start("validate")
         repaired, report = repair_messages(messages, self.profile)
         counts.update(repaired=report.changed)
         stages.end()
-        tokens_after = self.counter.count(repaired) if report.changed else tokens_before
+        tokens_after = self.counter.count_reusing(repaired, known) if report.changed else tokens_before
         if report.changed:
             warnings.append(CompressionWarning("input_repaired", "the input's tool-call structure was repaired"))
         if tokens_after >= self.config.trigger_tokens:
@@ -572,6 +600,14 @@ class Compressor:
                 )
             )
         return out
+
+
+def _known_counts(messages: list[dict[str, Any]], token_counts: list[int], pruned: PruneResult) -> dict[int, int]:
+    """Each input message's count and each pruned replacement's, by ``id()``: what an output can
+    hold besides the messages the pipeline writes, so the output is not counted again."""
+    known = {id(m): n for m, n in zip(messages, token_counts, strict=True)}
+    known.update((id(pruned.messages[p.index]), pruned.token_counts[p.index]) for p in pruned.items)
+    return known
 
 
 def _is_summary(message: Any) -> bool:

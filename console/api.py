@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hmac
 import json
+from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
@@ -25,6 +27,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from . import drift, runs, schemas, summaries
+from .middleware import database_unavailable
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from .services import ImportedSession, NotFound, ServiceError, append_messages, create_session
 from .views.audit_log import AuditQuery
@@ -74,7 +77,17 @@ def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> Http
 
 @api.exception_handler(ServiceError)
 def service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
-    return _error(request, exc.status, str(exc))
+    response = _error(request, exc.status, str(exc))
+    retry_after = getattr(exc, "retry_after", None)  # TooManyWaiters
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
+    return database_unavailable(request)  # 503 + Retry-After, as for pages (console.middleware)
 
 
 @api.exception_handler(RequestDataTooBig)
@@ -221,26 +234,28 @@ def append(request: HttpRequest, key: str, payload: schemas.AppendIn) -> dict[st
 
 @sessions.post(
     "/{key}/compress",
-    response={200: schemas.CompressOut, 202: schemas.CompressOut, **ERRORS},
+    response={200: schemas.CompressOut, 202: schemas.CompressOut, 429: schemas.ErrorOut, **ERRORS},
     summary="Compress a session in a worker (wait=seconds to get the compressed history back)",
 )
 def compress(request: HttpRequest, key: str, payload: schemas.CompressIn) -> Status:
     require(request, "console.compress_session", "compress sessions")
-    run, created = runs.request_compression(
-        key,
-        user=request.user,
-        trigger=CompressionRun.Trigger.API,
-        focus_topic=payload.focus_topic or "",
-        config=payload.config,
-    )
-    body: dict[str, Any] = {"run_id": run.pk, "status": run.status, "created": created}
-    if payload.wait:
-        run = runs.wait_for_run(run.pk, min(payload.wait, settings.COMPRESS_WAIT_MAX_SECONDS))
-        body["status"] = run.status
-        if run.finished:
-            session = Session.objects.get(pk=run.session_id)
-            body |= {"run": run_payload(run), "version": session.version, "messages": session.messages()}
-            return Status(200, body)
+    # a waiting request holds a thread: 429 past MAX_COMPRESS_WAITERS, before anything is written
+    with runs.waiter_slot() if payload.wait else nullcontext():
+        run, created = runs.request_compression(
+            key,
+            user=request.user,
+            trigger=CompressionRun.Trigger.API,
+            focus_topic=payload.focus_topic or "",
+            config=payload.config,
+        )
+        body: dict[str, Any] = {"run_id": run.pk, "status": run.status, "created": created}
+        if payload.wait:
+            run = runs.wait_for_run(run.pk, min(payload.wait, settings.COMPRESS_WAIT_MAX_SECONDS))
+            body["status"] = run.status
+            if run.finished:
+                session = Session.objects.get(pk=run.session_id)
+                body |= {"run": run_payload(run), "version": session.version, "messages": session.messages()}
+                return Status(200, body)
     return Status(202, body)
 
 

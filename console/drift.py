@@ -48,11 +48,17 @@ def _name(user: Any) -> str | None:
 # --------------------------------------------------------------------------- detection
 
 
-def check_summary_drift(summary_id: int) -> list[dict[str, Any]]:
-    """Compare a summary with its archived originals; open a case for findings at or over the threshold."""
+def check_summary_drift(summary_id: int, *, once: bool = False) -> list[dict[str, Any]]:
+    """Compare a summary with its archived originals; open a case for findings at or over the threshold.
+
+    ``once`` (the task): a summary already checked is left alone, so a second delivery (the recovery sweep
+    re-sends lost ones) does nothing.
+    """
     summary = Summary.objects.select_related("archive__run").get(pk=summary_id)
     if not summary.text:
         return []
+    if once and summary.drift_checked_at is not None:
+        return summary.drift_findings
     archive = summary.archive
     # the history the run compressed: constraints in its head and tail stayed verbatim, but a summary
     # must not contradict them either (indexes into it are the history's own)
@@ -66,6 +72,9 @@ def check_summary_drift(summary_id: int) -> list[dict[str, Any]]:
         data["message_index"] = index
         findings.append(data)
     with transaction.atomic():
+        checked = Summary.objects.select_for_update().filter(pk=summary.pk).values_list("drift_checked_at", flat=True)
+        if once and checked.first() is not None:  # a concurrent delivery finished first
+            return Summary.objects.get(pk=summary.pk).drift_findings
         summary.drift_findings = findings
         summary.drift_checked_at = timezone.now()
         summary.save(update_fields=["drift_findings", "drift_checked_at", "updated_at"])

@@ -97,6 +97,20 @@ class Message(models.Model):
         return [found[k] for k in keys]
 
     @classmethod
+    def load_counted(cls, keys: list[str]) -> tuple[list[dict[str, Any]], list[int]]:
+        """The messages for ``keys`` and the token count stored with each, in order: the pipeline
+        takes the counts, so a compression never tokenizes a stored message again."""
+        found: dict[str, tuple[dict[str, Any], int]] = {}
+        distinct = list(dict.fromkeys(keys))
+        for i in range(0, len(distinct), 2000):
+            rows = cls.objects.filter(sha256__in=distinct[i : i + 2000]).values_list("sha256", "data", "tokens")
+            found.update((key, (data, tokens)) for key, data, tokens in rows)
+        missing = [k for k in distinct if k not in found]
+        if missing:
+            raise LookupError(f"{len(missing)} stored messages are missing (first {missing[0][:12]})")
+        return [found[k][0] for k in keys], [found[k][1] for k in keys]
+
+    @classmethod
     def token_total(cls, keys: list[str]) -> int:
         tokens: dict[str, int] = {}
         distinct = list(dict.fromkeys(keys))
@@ -251,6 +265,12 @@ class CompressionRun(models.Model):
     #: refreshed at every stage; a running run whose heartbeat is old lost its worker
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    #: when its task was last handed to the broker (null: never, or the send failed) and how many times
+    #: since it was last queued; the recovery sweep re-sends only what is stale, less often each time
+    sent_at = models.DateTimeField(null=True, blank=True)
+    sends = models.PositiveSmallIntegerField(default=0)
+    #: a queued run waiting for the summarizer's cooldown is not sent before this
+    not_before = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -298,7 +318,9 @@ class Summary(Immutable):
         SUPERSEDED = "superseded", _("superseded")
         FAILED = "failed", _("failed")
 
-    MUTABLE_FIELDS = frozenset({"status", "stage", "drift_findings", "drift_checked_at", "updated_at"})
+    MUTABLE_FIELDS = frozenset(
+        {"status", "stage", "drift_findings", "drift_checked_at", "updated_at", "sent_at", "sends", "attempts"}
+    )
     #: a pending summary gets its text once, when its worker finishes
     RESULT_FIELDS = frozenset({"text", "error", "provenance", "facts"})
 
@@ -321,11 +343,23 @@ class Summary(Immutable):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    #: also the heartbeat of a running re-summarize
     updated_at = models.DateTimeField(auto_now=True)
+    #: when its task (the re-summarize, then the drift check) was last sent, and how many times; see CompressionRun
+    sent_at = models.DateTimeField(null=True, blank=True)
+    sends = models.PositiveSmallIntegerField(default=0)
+    #: workers that took the re-summarize (one whose worker died is queued again up to RUN_MAX_ATTEMPTS)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "summaries"
+        indexes = [
+            # the recovery sweep's "drift check never ran"; few rows once checks have run
+            models.Index(
+                fields=["created_at"], condition=models.Q(drift_checked_at__isnull=True), name="summary_unchecked_idx"
+            )
+        ]
 
     _stored_status: str | None = None
 

@@ -10,20 +10,19 @@ meanwhile. Anything else ends the run ``conflict`` and leaves the session alone.
 
 from __future__ import annotations
 
-import functools
 import logging
 import socket
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from compression import SUMMARY_MARKER, CompressionConfig, CompressionResult, Compressor, ThrashState
@@ -31,10 +30,12 @@ from compression import Archive as PipelineArchive
 from compression.messages import messages_sha256
 from compression.summary_message import parse_summary_message
 
+from . import queue
 from .models import Archive, CompressionRun, Message, Session, Summary
 from .services import (
     ImportedSession,
     InvalidSession,
+    ServiceError,
     audit,
     check_messages,
     create_session,
@@ -57,9 +58,10 @@ def queue_run(
     focus_topic: str = "",
     config: dict[str, Any] | None = None,
 ) -> CompressionRun:
-    """Create a queued run and send its task once the surrounding transaction commits."""
-    from .tasks import execute_run_task
+    """Create a queued run and send its task once the surrounding transaction commits.
 
+    A broker that is down leaves the run queued (the recovery sweep sends it), never fails the request.
+    """
     session_config(session, config)  # refuse a bad override now, not in the worker
     run = CompressionRun.objects.create(
         session=session,
@@ -68,7 +70,7 @@ def queue_run(
         focus_topic=focus_topic or "",
         config=config or {},
     )
-    transaction.on_commit(lambda: execute_run_task.delay(run.pk))
+    queue.send_on_commit(queue.EXECUTE_RUN, run.pk)
     return run
 
 
@@ -123,7 +125,13 @@ def claim(run_id: int) -> CompressionRun | None:
 
 
 def execute_run(run_id: int) -> str | None:
-    """Run one compression; returns the final status, or None when the run was not ours to run."""
+    """Run one compression; returns the final status, or None when the run was not ours to run.
+
+    While the summarizer cools down, a run that would only lose its summary is put back (queued, with a
+    ``not_before``) instead; see :func:`wait_for_cooldown`.
+    """
+    if _deferred(run_id):
+        return None
     run = claim(run_id)
     if run is None:
         log.info("run %s is not queued; nothing to do (a duplicate delivery)", run_id)
@@ -141,21 +149,27 @@ def execute_run(run_id: int) -> str | None:
 @contextmanager
 def heartbeat(run_id: int, attempt: int) -> Iterator[None]:
     """Refresh the run's heartbeat from a thread while the work (a long model call, say) goes on."""
+    mine = CompressionRun.objects.filter(pk=run_id, status=Status.RUNNING, attempts=attempt)
+    with beating(f"run-{run_id}", lambda: mine.update(heartbeat_at=timezone.now())):
+        yield
+
+
+@contextmanager
+def beating(name: str, refresh: Callable[[], object]) -> Iterator[None]:
+    """Call ``refresh`` every RUN_HEARTBEAT_SECONDS from a thread while the block runs (runs, re-summarizes)."""
     stop = threading.Event()
 
     def beat() -> None:
         try:
             while not stop.wait(settings.RUN_HEARTBEAT_SECONDS):
                 try:
-                    CompressionRun.objects.filter(pk=run_id, status=Status.RUNNING, attempts=attempt).update(
-                        heartbeat_at=timezone.now()
-                    )
+                    refresh()
                 except Exception:  # a missed beat is not fatal; a long silence is what recovery looks for
-                    log.warning("heartbeat for run %s failed", run_id, exc_info=True)
+                    log.warning("heartbeat for %s failed", name, exc_info=True)
         finally:
             connection.close()
 
-    thread = threading.Thread(target=beat, name=f"run-{run_id}-heartbeat", daemon=True)
+    thread = threading.Thread(target=beat, name=f"{name}-heartbeat", daemon=True)
     thread.start()
     try:
         yield
@@ -179,7 +193,7 @@ def _execute(run: CompressionRun) -> str | None:
             input_keys=keys,
             tokens_before=session.token_count,
         )
-    messages = Message.load(keys)
+    messages, token_counts = Message.load_counted(keys)
     config = session_config(session, run.config)
     thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
     summarizer = build_summarizer()
@@ -199,7 +213,13 @@ def _execute(run: CompressionRun) -> str | None:
         keep_prefix=session.last_consolidated,
         on_stage=on_stage,
         on_archive=on_archive,
+        token_counts=token_counts,  # counted once when stored: not tokenized again
     )
+    # this run's own call failed and started a cooldown: wait it out rather than apply without a summary
+    if "summary_failed" in result.warning_codes() and wait_for_cooldown(
+        run, cooldown_left(summarizer), attempt=run.attempts
+    ):
+        return Status.QUEUED
     _set(run, stage="write_back", heartbeat_at=timezone.now())
     output_keys = Message.store(result.messages)
     status = Status.DEGRADED if "summary_failed" in result.warning_codes() else Status.SUCCEEDED
@@ -254,18 +274,78 @@ def _execute(run: CompressionRun) -> str | None:
         locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
         _finish(run, status, **fields)
     if summary is not None:
-        send_drift_check(summary.pk)
+        queue.send(queue.CHECK_DRIFT, summary.pk)  # a broker failure leaves it to the sweep
     return status
 
 
-def send_drift_check(summary_id: int) -> None:
-    """Queue a summary's drift check. A broker failure here must not fail work already written."""
-    from .tasks import check_drift_task
+# --------------------------------------------------------------------------- summarizer cooldown
 
+#: the warning (and the stage) of a queued run that waits for the summarizer's cooldown
+WAITING_FOR_SUMMARIZER = "waiting_for_summarizer"
+COOLDOWN_STAGE = "cooldown"
+
+
+def cooldown_left(summarizer: Any) -> float:
+    """Seconds before ``summarizer`` may call its endpoint again (0: now). Only model summarizers cool down."""
+    state, key = getattr(summarizer, "cooldown", None), getattr(summarizer, "cooldown_key", None)
+    until = state.get(key) if state is not None and key is not None else None
+    return max(0.0, until - summarizer.clock()) if until is not None else 0.0
+
+
+def must_shrink_now(run: CompressionRun) -> bool:
+    """The session no longer fits its context window: it is compressed now, with or without a summary."""
+    tokens = Session.objects.filter(pk=run.session_id).values_list("token_count", flat=True).first() or 0
     try:
-        check_drift_task.delay(summary_id)
-    except Exception:
-        log.exception("could not queue the drift check of summary %s", summary_id)
+        window = session_config(run.session, run.config).context_window_tokens
+    except ServiceError:  # a bad override fails the run in the worker, not here
+        return True
+    return tokens >= window
+
+
+def wait_for_cooldown(run: CompressionRun, left: float, *, attempt: int | None = None) -> bool:
+    """Put a run that would only lose its summary back in the queue until the cooldown ends; True if it was.
+
+    Not when the session is over its window (it must shrink now), nor once the run has waited
+    COOLDOWN_WAIT_MAX_SECONDS. ``attempt``: the run is running as that attempt (its own call failed);
+    the attempt is handed back, so waiting does not count as a try. The sweep sends it again after ``not_before``.
+    """
+    now = timezone.now()
+    if left <= 0 or now - run.created_at > timedelta(seconds=settings.COOLDOWN_WAIT_MAX_SECONDS):
+        return False
+    if must_shrink_now(run):
+        return False
+    until = now + timedelta(seconds=left)
+    warning = {
+        "code": WAITING_FOR_SUMMARIZER,
+        "message": f"the summarizer was cooling down after a failure; the run waited (until "
+        f"{until.isoformat(timespec='seconds')}) instead of compressing without a summary",
+    }
+    warnings = [w for w in run.warnings if w.get("code") != WAITING_FOR_SUMMARIZER] + [warning]
+    rows = CompressionRun.objects.filter(pk=run.pk)
+    back: dict[str, Any] = {}
+    if attempt is None:
+        rows = rows.filter(status=Status.QUEUED)
+    else:
+        rows = rows.filter(status=Status.RUNNING, attempts=attempt)
+        back = {"status": Status.QUEUED, "attempts": F("attempts") - 1, "heartbeat_at": None}
+    waiting = rows.update(stage=COOLDOWN_STAGE, not_before=until, sent_at=None, sends=0, warnings=warnings, **back)
+    if waiting:
+        log.info("run %s waits %.0fs for the summarizer's cooldown", run.pk, left)
+    return bool(waiting)
+
+
+def _deferred(run_id: int) -> bool:
+    """Before claiming: is this queued run to wait (a delivery before ``not_before``, or a cooldown now)?"""
+    run = CompressionRun.objects.select_related("session").filter(pk=run_id, status=Status.QUEUED).first()
+    if run is None:
+        return False
+    if run.not_before is not None and run.not_before > timezone.now():
+        return True  # an early duplicate; the sweep sends it when its time comes
+    try:
+        left = cooldown_left(build_summarizer())
+    except Exception:  # the run fails on it in the worker, with the reason
+        return False
+    return wait_for_cooldown(run, left)
 
 
 def _store_archive(run: CompressionRun, archive: PipelineArchive) -> Archive:
@@ -326,33 +406,47 @@ def _finish(run: CompressionRun, status: str, **fields: Any) -> None:
 def recover_stale_runs(stale_after: float | None = None, queued_after: float | None = None) -> dict[str, int]:
     """Runs whose worker died: re-queue (up to RUN_MAX_ATTEMPTS tries) or fail. Nothing stays running forever.
 
-    ``running`` with a heartbeat older than ``stale_after`` seconds lost its worker;
-    ``queued`` older than ``queued_after`` lost its task message (it is sent again;
-    a duplicate is harmless because claiming is conditional).
+    ``running`` with a heartbeat older than ``stale_after`` seconds lost its worker; ``queued`` whose
+    task never reached the broker, or was sent and not picked up for a while (``queued_after`` seconds,
+    default: doubling from RUN_QUEUED_RESEND_SECONDS), lost its task message: it is sent again (a
+    duplicate is harmless because claiming is conditional). A run waiting for the summarizer's
+    cooldown is sent once its ``not_before`` has passed.
     """
-    from .tasks import execute_run_task
-
     stale_after = settings.RUN_STALE_SECONDS if stale_after is None else stale_after
-    queued_after = settings.RUN_QUEUED_RESEND_SECONDS if queued_after is None else queued_after
     now = timezone.now()
     report = {"requeued": 0, "failed": 0, "resent": 0}
+    requeued: list[int] = []
     stale = CompressionRun.objects.filter(status=Status.RUNNING, heartbeat_at__lt=now - timedelta(seconds=stale_after))
     for run in stale:
         if run.attempts < settings.RUN_MAX_ATTEMPTS:
             moved = CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at)
-            if moved.update(status=Status.QUEUED, stage="", warnings=run.warnings + [_lost_worker(run)]):
-                transaction.on_commit(functools.partial(execute_run_task.delay, run.pk))
+            lost = {"stage": "", "warnings": run.warnings + [_lost_worker(run)], "sent_at": None, "sends": 0}
+            if moved.update(status=Status.QUEUED, not_before=None, **lost):
+                queue.send_on_commit(queue.EXECUTE_RUN, run.pk)
+                requeued.append(run.pk)
                 report["requeued"] += 1
         else:
             error = f"the worker stopped responding {run.attempts} times (last at stage {run.stage or 'start'})"
             moved = CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at)
             if moved.update(status=Status.FAILED, error=error, finished_at=now):
                 report["failed"] += 1
-    lost = CompressionRun.objects.filter(status=Status.QUEUED, created_at__lt=now - timedelta(seconds=queued_after))
-    for pk in lost.values_list("pk", flat=True):
-        execute_run_task.delay(pk)
-        report["resent"] += 1
+    waiting = CompressionRun.objects.filter(status=Status.QUEUED, not_before__gt=now).select_related("session")
+    for run in waiting[:SWEEP_BATCH]:
+        if must_shrink_now(run):  # appends pushed it over its window meanwhile: it cannot wait any longer
+            CompressionRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(not_before=None, sent_at=None)
+    queued = (
+        CompressionRun.objects.filter(status=Status.QUEUED)
+        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
+        .exclude(pk__in=requeued)
+        .only("pk", "created_at", "sent_at", "sends")
+        .order_by("created_at")[:SWEEP_BATCH]
+    )
+    report["resent"] = queue.send_all(queue.EXECUTE_RUN, queue.due(queued, now, "created_at", queued_after))
     return report
+
+
+#: rows one sweep looks at per kind (a backlog is worked off over a few sweeps)
+SWEEP_BATCH = 200
 
 
 def _lost_worker(run: CompressionRun) -> dict[str, str]:
@@ -363,6 +457,39 @@ def _lost_worker(run: CompressionRun) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- waiting
+
+
+class TooManyWaiters(ServiceError):
+    """Every waiter slot of this web process is taken; the client should retry or poll instead."""
+
+    status = 429
+    retry_after = 5
+
+
+_waiters = 0
+_waiters_lock = threading.Lock()
+
+
+@contextmanager
+def waiter_slot() -> Iterator[None]:
+    """One of MAX_COMPRESS_WAITERS slots for a request that blocks until its run ends (per web process).
+
+    A waiting request holds a web thread; without a cap, a hanging model could hold all of them and
+    stall every page (and /healthz). Taken before anything is written, so a refused request wrote nothing.
+    """
+    global _waiters
+    with _waiters_lock:
+        if _waiters >= settings.MAX_COMPRESS_WAITERS:
+            raise TooManyWaiters(
+                f"{_waiters} compress requests are already waiting for their runs (MAX_COMPRESS_WAITERS); "
+                "retry shortly, or compress without wait and poll GET /runs/{id}"
+            )
+        _waiters += 1
+    try:
+        yield
+    finally:
+        with _waiters_lock:
+            _waiters -= 1
 
 
 def wait_for_run(run_id: int, seconds: float, poll: float = 0.2) -> CompressionRun:
@@ -477,7 +604,7 @@ def record_reported_run(
             raise InvalidSession("a summary_text needs the archive_messages it summarizes")
         audit(user, "run.report", run, after={"session": session.key, "applied": run.applied})
     if summary is not None:
-        transaction.on_commit(lambda: send_drift_check(summary.pk))
+        queue.send_on_commit(queue.CHECK_DRIFT, summary.pk)
     return run
 
 
@@ -526,11 +653,15 @@ def live_summary_index(session: Session, summary_ids: set[str]) -> tuple[int, st
 
 
 __all__ = [
+    "beating",
+    "cooldown_left",
     "execute_run",
     "live_summary_index",
     "queue_run",
     "record_reported_run",
     "recover_stale_runs",
     "request_compression",
+    "wait_for_cooldown",
     "wait_for_run",
+    "waiter_slot",
 ]

@@ -113,6 +113,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "console.middleware.DatabaseUnavailableMiddleware",  # outermost: sees the 500 of an outage anywhere below
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -207,8 +208,6 @@ AUTO_COMPRESS = env_bool("AUTO_COMPRESS", True)
 #: a running run refreshes its heartbeat this often; one silent for RUN_STALE_SECONDS lost its worker
 RUN_HEARTBEAT_SECONDS = env_float("RUN_HEARTBEAT_SECONDS", 15.0, minimum=0.1)
 RUN_STALE_SECONDS = env_float("RUN_STALE_SECONDS", 120.0, minimum=1.0)
-#: a queued run not picked up after this long has its task sent again (claiming makes duplicates harmless)
-RUN_QUEUED_RESEND_SECONDS = env_float("RUN_QUEUED_RESEND_SECONDS", 600.0, minimum=1.0)
 #: tries before a run whose worker keeps dying is failed
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, minimum=1)
 #: the longest `wait` a compress request may block for
@@ -245,8 +244,31 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = False  # a run is recovered from the database, not by redelivery
+
+# Queueing and recovery (console/queue.py sends every task; the sweep re-sends what was lost)
+#: how often beat runs the recovery sweep over runs, re-summarizes and drift checks
+RECOVERY_SWEEP_SECONDS = env_float("RECOVERY_SWEEP_SECONDS", 20.0, minimum=1.0)
+#: queued work whose task was sent this long ago and not picked up is sent again; the wait doubles with
+#: each re-send (up to RESEND_MAX_SECONDS), so a busy queue does not fill with duplicates. Work whose send
+#: failed (broker down) is sent at the next sweep.
+RUN_QUEUED_RESEND_SECONDS = env_float("RUN_QUEUED_RESEND_SECONDS", 40.0, minimum=1.0)
+RESEND_MAX_SECONDS = env_float("RESEND_MAX_SECONDS", 600.0, minimum=1.0)
+#: the longest a request waits for the broker to take a task; past it the work stays queued for the sweep
+BROKER_SEND_TIMEOUT = env_float("BROKER_SEND_TIMEOUT", 2.0, minimum=0.1)
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_SEND_TIMEOUT
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = BROKER_SEND_TIMEOUT
+#: one quick retry covers a pooled connection the broker dropped; never a long back-off inside a request
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+if REDIS_URL:
+    CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"] = BROKER_SEND_TIMEOUT
+#: a compression that would only lose its summary waits out the summarizer's cooldown, this long at most
+COOLDOWN_WAIT_MAX_SECONDS = env_float("COOLDOWN_WAIT_MAX_SECONDS", 900.0, minimum=0.0)
+#: compress requests blocking with `wait` at once, per web process; past it they get 429 (threads stay free)
+MAX_COMPRESS_WAITERS = env_int("MAX_COMPRESS_WAITERS", 4, minimum=0)
+#: what a 503 during a database outage tells clients to wait before retrying
+DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
 CELERY_BEAT_SCHEDULE = {
-    "recover-stale-runs": {"task": "console.recover_stale_runs", "schedule": 60.0},
+    "recover": {"task": "console.recover", "schedule": RECOVERY_SWEEP_SECONDS},
 }
 
 LOGGING = {

@@ -6,18 +6,21 @@ import logging
 import traceback
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from compression import Archive as PipelineArchive
 from compression import Compressor, count_tokens, render_summary_message
 from compression.summary_message import SummaryHeader
 
+from . import queue
 from .models import Archive, Message, Session, Summary
-from .runs import live_summary_index, send_drift_check
+from .runs import SWEEP_BATCH, beating, live_summary_index
 from .services import Conflict, NotFound, ServiceError, audit, person, session_config
 from .summarizers import build_summarizer
 
@@ -55,9 +58,10 @@ def request_resummarize(
     prompt_version: str | None = None,
     user: Any = None,
 ) -> Summary:
-    """Queue a new summary of an archive (status ``pending``); a worker writes its text."""
-    from .tasks import resummarize_task
+    """Queue a new summary of an archive (status ``pending``); a worker writes its text.
 
+    A broker that is down leaves it pending and queued (the recovery sweep sends it), never fails the request.
+    """
     build_summarizer(summarizer, model, prompt_version)  # unknown names and versions are refused now
     with transaction.atomic():
         archive = Archive.objects.filter(pk=archive_id).first()
@@ -81,29 +85,34 @@ def request_resummarize(
             created_by=person(user),
         )
         audit(user, "summary.resummarize", summary, after={"archive": archive.pk, **summary.provenance})
-        transaction.on_commit(lambda: resummarize_task.delay(summary.pk))
+        queue.send_on_commit(queue.RESUMMARIZE, summary.pk)
     return summary
 
 
 def execute_resummarize(summary_id: int) -> str | None:
-    """Worker side of a re-summarize. Claims the pending row once; never leaves it running on error."""
+    """Worker side of a re-summarize. Claims the pending row once; never leaves it running on error.
+
+    ``updated_at`` is its heartbeat while the model works; one silent for RUN_STALE_SECONDS lost its worker
+    and is queued again by :func:`recover_stale_summaries`.
+    """
     claimed = Summary.objects.filter(pk=summary_id, status=Summary.Status.PENDING, stage="queued").update(
-        stage="running", updated_at=timezone.now()
+        stage="running", updated_at=timezone.now(), attempts=F("attempts") + 1
     )
     if not claimed:
         return None
-    summary = Summary.objects.select_related("archive__session").get(pk=summary_id)
+    summary = Summary.objects.select_related("archive__session", "archive__run").get(pk=summary_id)
+    mine = Summary.objects.filter(pk=summary_id, stage="running", attempts=summary.attempts)
     try:
-        return _resummarize(summary)
+        with beating(f"summary-{summary_id}", lambda: mine.update(updated_at=timezone.now())):
+            return _resummarize(summary, mine)
     except Exception as exc:
         log.exception("re-summarize %s failed", summary_id)
-        summary.error = "".join(traceback.format_exception_only(exc)).strip()[:4000]
-        summary.status, summary.stage = Summary.Status.FAILED, "done"
-        summary.save(update_fields=["error", "status", "stage", "updated_at"])
-        return summary.status
+        error = "".join(traceback.format_exception_only(exc)).strip()[:4000]
+        mine.update(error=error, status=Summary.Status.FAILED, stage="done", updated_at=timezone.now())
+        return Summary.Status.FAILED
 
 
-def _resummarize(summary: Summary) -> str:
+def _resummarize(summary: Summary, mine: Any) -> str | None:
     archive = summary.archive
     provenance = dict(summary.provenance)
     messages = archive_messages(archive)
@@ -112,17 +121,77 @@ def _resummarize(summary: Summary) -> str:
     outcome, facts = Compressor(config, summarizer).resummarize(
         messages, start_index=archive.start, focus_topic=provenance.get("focus_topic")
     )
-    summary.provenance = provenance | outcome.provenance() | {"budget_tokens": config.effective_summary_max_tokens}
-    summary.facts = [f.to_dict() for f in facts]
-    summary.stage = "done"
+    result: dict[str, Any] = {
+        "provenance": provenance | outcome.provenance() | {"budget_tokens": config.effective_summary_max_tokens},
+        "facts": [f.to_dict() for f in facts],
+        "stage": "done",
+        "updated_at": timezone.now(),
+        # from here on the row waits for its drift check: that task's sends are counted afresh
+        "sent_at": None,
+        "sends": 0,
+    }
     if outcome.ok:
-        summary.text, summary.status = outcome.text or "", Summary.Status.DRAFT
+        result |= {"text": outcome.text or "", "status": Summary.Status.DRAFT}
     else:
-        summary.error, summary.status = outcome.error or "the summarizer failed", Summary.Status.FAILED
-    summary.save(update_fields=["text", "error", "provenance", "facts", "status", "stage", "updated_at"])
+        result |= {"error": outcome.error or "the summarizer failed", "status": Summary.Status.FAILED}
+    # only while the row is still this attempt's (recovery may have given it to another worker)
+    if not mine.update(**result):
+        log.warning(
+            "re-summarize %s: attempt %s was given to another worker; its result is dropped",
+            summary.pk,
+            summary.attempts,
+        )
+        return None
     if outcome.ok:
-        send_drift_check(summary.pk)
-    return summary.status
+        queue.send(queue.CHECK_DRIFT, summary.pk)  # a broker failure leaves it to the sweep
+    return str(result["status"])
+
+
+# --------------------------------------------------------------------------- recovery
+
+#: summaries that have text and are not waiting for one: their drift check should have run
+CHECKABLE = (Summary.Status.DRAFT, Summary.Status.ACTIVE, Summary.Status.SUPERSEDED)
+
+
+def recover_stale_summaries(stale_after: float | None = None, resend_after: float | None = None) -> dict[str, int]:
+    """Re-summarizes whose worker died or whose task was lost, and drift checks that never ran.
+
+    A running re-summarize silent for ``stale_after`` seconds is queued again (up to RUN_MAX_ATTEMPTS
+    tries, then failed); a queued one, and a summary with text and no drift check, is sent again when
+    its task never reached the broker or was sent a while ago (``resend_after`` seconds, default:
+    doubling from RUN_QUEUED_RESEND_SECONDS). Both tasks claim their row, so a duplicate does nothing.
+    """
+    stale_after = settings.RUN_STALE_SECONDS if stale_after is None else stale_after
+    now = timezone.now()
+    report = {"requeued": 0, "failed": 0, "resent": 0, "drift_resent": 0}
+    requeued: list[int] = []
+    pending = Summary.objects.filter(status=Summary.Status.PENDING)
+    for summary in pending.filter(stage="running", updated_at__lt=now - timedelta(seconds=stale_after)):
+        moved = Summary.objects.filter(pk=summary.pk, stage="running", updated_at=summary.updated_at)
+        if summary.attempts < settings.RUN_MAX_ATTEMPTS:
+            if moved.update(stage="queued", sent_at=None, sends=0):
+                queue.send_on_commit(queue.RESUMMARIZE, summary.pk)
+                requeued.append(summary.pk)
+                report["requeued"] += 1
+        else:
+            error = f"the worker stopped responding {summary.attempts} times while re-summarizing"
+            if moved.update(status=Summary.Status.FAILED, stage="done", error=error, updated_at=now):
+                report["failed"] += 1
+    fields = ("pk", "created_at", "updated_at", "sent_at", "sends")
+    queued = pending.filter(stage="queued").exclude(pk__in=requeued).only(*fields).order_by("created_at")
+    report["resent"] = queue.send_all(
+        queue.RESUMMARIZE, queue.due(queued[:SWEEP_BATCH], now, "created_at", resend_after)
+    )
+    unchecked = (
+        Summary.objects.filter(drift_checked_at__isnull=True, status__in=CHECKABLE)
+        .exclude(text="")
+        .only(*fields)
+        .order_by("created_at")
+    )
+    report["drift_resent"] = queue.send_all(
+        queue.CHECK_DRIFT, queue.due(unchecked[:SWEEP_BATCH], now, "updated_at", resend_after)
+    )
+    return report
 
 
 # --------------------------------------------------------------------------- promote

@@ -31,9 +31,16 @@ def resummarize_task(summary_id: int) -> str | None:
 
 @shared_task(name="console.check_drift", ignore_result=True)
 def check_drift_task(summary_id: int) -> int:
-    return len(drift.check_summary_drift(summary_id))
+    return len(drift.check_summary_drift(summary_id, once=True))
+
+
+@shared_task(name="console.recover", ignore_result=True)
+def recover_task() -> dict[str, dict[str, int]]:
+    """The recovery sweep (beat, every RECOVERY_SWEEP_SECONDS): runs, re-summarizes and drift checks."""
+    return {"runs": runs.recover_stale_runs(), "summaries": summaries.recover_stale_summaries()}
 
 
 @shared_task(name="console.recover_stale_runs", ignore_result=True)
-def recover_stale_runs_task() -> dict[str, int]:
-    return runs.recover_stale_runs()
+def recover_stale_runs_task() -> dict[str, dict[str, int]]:
+    # the name older beat schedules send; the sweep now covers summaries and drift checks too
+    return recover_task()

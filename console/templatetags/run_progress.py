@@ -79,9 +79,13 @@ def run_status_class(status: str) -> str:
     return STATUS_CLASSES.get(status, "")
 
 
+#: what a queued run may show in ``run.stage`` while it waits (runs.COOLDOWN_STAGE)
+WAITING_STAGES = [("cooldown", gettext_lazy("waiting for the summarizer's cooldown"))]
+
+
 @register.filter
 def stage_label(stage: str) -> Any:
-    return dict(STAGES).get(stage, stage)
+    return dict(STAGES + WAITING_STAGES).get(stage, stage)
 
 
 @register.simple_tag

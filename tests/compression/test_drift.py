@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -9,10 +8,9 @@ from compression.drift import DriftFinding, check_drift
 from compression.facts import extract_facts
 from compression.summarize import ExtractiveSummarizer
 from compression.types import SummaryRequest
+from tests.samples import CODING, WECHAT, sample_messages
 
 from .builders import assistant, user
-
-SAMPLES = Path("/work/shared/samples")
 
 ZH = [
     user("帮我看看部署流程。先不要修改部署脚本 deploy/prod.sh，等我确认。"),
@@ -146,10 +144,7 @@ class TestFaithfulSummaries:
         assert check_drift(messages, summary) == []
 
     def test_it_finds_nothing_in_extractive_summaries_of_the_samples(self) -> None:
-        coding = json.loads((SAMPLES / "coding_export_job.json").read_text())
-        lines = (SAMPLES / "wechat_wxid_demo01.jsonl").read_text().splitlines()
-        wechat = [json.loads(line) for line in lines[1:]]
-        for messages in (coding, wechat):
+        for messages in (sample_messages(CODING), sample_messages(WECHAT)):
             for start, end in ((1, len(messages) - 1), (3, len(messages) - 2), (2, 12)):
                 segment = messages[start:end]
                 request = SummaryRequest(segment, start, extract_facts(segment, start), max_tokens=600)

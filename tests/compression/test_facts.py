@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from compression.facts import (
     FactLimits,
     extract_facts,
@@ -12,10 +9,9 @@ from compression.facts import (
 )
 from compression.summary_message import SummaryHeader, render_summary_message
 from compression.types import Fact
+from tests.samples import CODING, WECHAT, sample_messages
 
 from .builders import assistant, call, calls, user
-
-SAMPLES = Path("/work/shared/samples")
 
 
 def tool(call_id: str, content: str, name: str = "terminal") -> dict:
@@ -165,12 +161,11 @@ class TestCarriedFacts:
 
 class TestSamples:
     def test_it_pins_the_coding_sample_constraint(self) -> None:
-        messages = json.loads((SAMPLES / "coding_export_job.json").read_text())
+        messages = sample_messages(CODING)
         assert "Do not change anything under infra/terraform." in texts(extract_facts(messages), "constraint")
 
     def test_it_pins_the_wechat_sample_constraints(self) -> None:
-        lines = (SAMPLES / "wechat_wxid_demo01.jsonl").read_text().splitlines()
-        messages = [json.loads(line) for line in lines[1:]]
+        messages = sample_messages(WECHAT)
         constraints = texts(extract_facts(messages), "constraint")
         assert "周三上午的评审会不要动，其他会议可以挪。" in constraints
 

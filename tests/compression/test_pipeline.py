@@ -243,3 +243,102 @@ def test_pruning_alone_compresses_when_everything_left_fits_the_tail() -> None:
     assert result_.messages[:3] == history[:3]  # the protected head is never pruned
     assert result_.messages[-1] == history[-1]  # the latest user message stays verbatim
     assert [m["role"] for m in result_.messages] == [m["role"] for m in history]
+
+
+def texts_encoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from compression import tokens
+
+    seen: list[str] = []
+    real = tokens._encode_len
+
+    def spy(enc: Any, text: str) -> int:
+        seen.append(text)
+        return real(enc, text)
+
+    monkeypatch.setattr(tokens, "_encode_len", spy)
+    return seen
+
+
+def test_it_uses_the_token_counts_the_caller_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compression.tokens import TokenCounter
+
+    history = session(30)
+    counts = TokenCounter().per_message(history)
+    expected = compressor().compress(history)
+    encoded = texts_encoded(monkeypatch)
+    c = Compressor(CONFIG, FakeSummarizer(), counter=TokenCounter())  # a cold cache: nothing counted yet
+    given = c.compress(history, token_counts=counts)
+    assert (given.tokens_before, given.boundaries) == (expected.tokens_before, expected.boundaries)
+    assert abs(given.tokens_after - expected.tokens_after) <= 8  # only the random summary id differs
+    stored = {m["content"] for m in history} | {m["tool_calls"][0]["function"]["arguments"] for m in history[3::4]}
+    assert encoded and not stored & set(encoded), "an input message was tokenized again"
+
+
+def test_it_tokenizes_each_input_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collections import Counter
+
+    from compression.tokens import TokenCounter
+
+    history = session(30)
+    encoded = texts_encoded(monkeypatch)
+    Compressor(CONFIG, FakeSummarizer(), counter=TokenCounter()).compress(history)
+    times = Counter(encoded)
+    inputs = {m["content"] for m in history} | {m["tool_calls"][0]["function"]["arguments"] for m in history[3::4]}
+    inputs.discard(None)
+    assert inputs <= set(times), "every input text is counted"
+    assert all(times[text] == 1 for text in inputs), "an input text was tokenized twice"
+
+
+def test_it_rejects_token_counts_that_do_not_line_up() -> None:
+    history = session(5)
+    with pytest.raises(ValueError, match="token_counts"):
+        compressor().compress(history, token_counts=[10] * (len(history) - 1))
+    with pytest.raises(ValueError, match="token_counts"):
+        compressor().should_compress(history, token_counts=[-1] * len(history))
+
+
+def test_should_compress_takes_the_callers_counts() -> None:
+    history = [user("x")] * 10
+    c = compressor()
+    assert not c.should_compress(history)
+    assert c.should_compress(history, token_counts=[400] * 10)  # trigger: 2,800 of the 4,000 window
+
+
+def test_should_compress_after_appends_looks_at_the_appended_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compression.tokens import HistoryTally, TokenCounter
+
+    c = compressor(context_window_tokens=1_000_000)
+    history = session(500)
+    assert not c.should_compress(history)
+    looked: list[int] = []
+    real = TokenCounter._message
+
+    def spy(self: TokenCounter, message: dict[str, Any]) -> int:
+        looked.append(1)
+        return real(self, message)
+
+    monkeypatch.setattr(TokenCounter, "_message", spy)
+    grown = history + [user(f"appended {i}") for i in range(10)]
+    assert not c.should_compress(grown)
+    assert len(looked) <= 10 + HistoryTally.RECHECK
+    grown[-1]["content"] = "word " * 800_000  # edited in place after it was counted
+    assert c.should_compress(grown)
+
+
+def test_pruning_alone_with_given_counts_tokenizes_only_the_descriptions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compression.tokens import TokenCounter
+
+    history = [system(), user("Read the logs. Do not edit anything."), assistant("On it.")]
+    for i in range(4):
+        history += [calls(call(f"c{i}", path=f"logs/part{i}.log")), result(f"c{i}", f"line {i}\n" * 3_000)]
+    history += [assistant("Both read."), user("What did you find?")]
+    counts = TokenCounter().per_message(history)
+    config = CompressionConfig(context_window_tokens=16_000)
+    expected = Compressor(config, FakeSummarizer()).compress(history)
+    encoded = texts_encoded(monkeypatch)
+    given = run_async(
+        Compressor(config, FakeSummarizer(), counter=TokenCounter()).acompress(history, token_counts=counts)
+    )
+    assert given.warning_codes() == expected.warning_codes() and given.warning_codes()[0] == "pruned_only"
+    assert (given.tokens_before, given.tokens_after) == (expected.tokens_before, expected.tokens_after)
+    assert all(text.startswith("[pruned]") or len(text) < 20 for text in encoded), encoded

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from compression.facts import extract_facts, find_previous_summary, pinned_facts_of
 from compression.prompt import PROMPT_HASH, PROMPT_VERSION, SYSTEM_TEMPLATE, build_prompt
 from compression.serialize import head_tail, serialize_segment
@@ -11,10 +8,10 @@ from compression.summary_body import SECTION_HEADINGS, finalize_summary
 from compression.summary_message import SummaryHeader, render_summary_message
 from compression.tokens import count_text_tokens
 from compression.types import Fact, SummaryRequest
+from tests.samples import CODING, WECHAT, sample_messages
 
 from .builders import assistant, call, calls, run_async, user
 
-SAMPLES = Path("/work/shared/samples")
 KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
 
@@ -23,12 +20,11 @@ def tool(call_id: str, content: str, name: str = "terminal") -> dict:
 
 
 def coding_sample() -> list[dict]:
-    return json.loads((SAMPLES / "coding_export_job.json").read_text())
+    return sample_messages(CODING)
 
 
 def wechat_sample() -> list[dict]:
-    lines = (SAMPLES / "wechat_wxid_demo01.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines[1:]]
+    return sample_messages(WECHAT)
 
 
 def request_for(messages: list[dict], start: int = 0, **kwargs: object) -> SummaryRequest:

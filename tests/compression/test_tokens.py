@@ -1,9 +1,21 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compression import tokens
-from compression.tokens import MESSAGE_OVERHEAD, TokenCounter, count_text_tokens, count_tokens, estimate_text_tokens
+from compression.tokens import (
+    MESSAGE_OVERHEAD,
+    HistoryTally,
+    TokenCounter,
+    check_token_counts,
+    count_text_tokens,
+    count_tokens,
+    estimate_text_tokens,
+)
 from tests.compression.builders import call, calls, result, user
 
 
@@ -84,3 +96,147 @@ def test_it_starts_over_when_the_cache_is_full() -> None:
     for i in range(10):
         counter.text(f"text {i}")
     assert len(counter._cache) <= 3
+
+
+@pytest.fixture
+def message_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many messages a counter looked at (a cache hit costs a look, too)."""
+    looked: list[int] = []
+    real = TokenCounter._message
+
+    def spy(self: TokenCounter, message: dict[str, Any]) -> int:
+        looked.append(1)
+        return real(self, message)
+
+    monkeypatch.setattr(TokenCounter, "_message", spy)
+    return looked
+
+
+def grown_history(n: int) -> list[dict[str, Any]]:
+    return [user(f"message number {i}") if i % 2 else result(f"c{i}", f"output {i} " * 20) for i in range(n)]
+
+
+def test_a_tally_looks_only_at_the_appended_messages(message_spy: list[int]) -> None:
+    tally = HistoryTally(TokenCounter())
+    history = grown_history(2_000)
+    tally.total(history)
+    grown = history + [user(f"appended {i}") for i in range(10)]  # a new list, as a runtime may build it
+    expected = TokenCounter().count(grown)
+    message_spy.clear()
+    assert tally.total(grown) == expected
+    assert len(message_spy) <= 10 + HistoryTally.RECHECK
+
+
+def test_a_tally_sees_the_newest_messages_edited_in_place() -> None:
+    tally = HistoryTally(TokenCounter())
+    history = grown_history(200)
+    tally.total(history)
+    history[-1]["content"] = "streamed in later " * 50  # runtimes fill in the newest message in place
+    assert tally.total(history) == TokenCounter().count(history)
+
+
+def test_a_tally_counts_a_replaced_or_shortened_history_afresh() -> None:
+    tally = HistoryTally(TokenCounter())
+    history = grown_history(300)
+    tally.total(history)
+    compressed = history[:3] + [user("summary of what happened")] + history[-40:]
+    assert tally.total(compressed) == TokenCounter().count(compressed)
+    shortened = history[:100]
+    assert tally.total(shortened) == TokenCounter().count(shortened)
+    copied = [dict(m) for m in history]  # equal messages, other objects: the counts still hold
+    copied[150]["content"] = "changed in the copy"
+    assert tally.total(copied) == TokenCounter().count(copied)
+
+
+def test_a_tally_remembers_several_histories(message_spy: list[int]) -> None:
+    tally = HistoryTally(TokenCounter())
+    a, b = grown_history(500), [user(f"other session {i}") for i in range(500)]
+    tally.total(a)
+    tally.total(b)
+    message_spy.clear()
+    tally.total([*a, user("a again")])
+    tally.total([*b, user("b again")])
+    assert len(message_spy) <= 2 * (1 + HistoryTally.RECHECK)
+
+
+def test_a_tally_does_not_reuse_counts_of_another_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    tally = HistoryTally(TokenCounter())
+    history = [user("x" * 400)] * 100
+    tally.total(history)
+    monkeypatch.setattr(tokens, "_encoding", lambda: None)
+    assert tally.total([*history, user("y")]) == 100 * (MESSAGE_OVERHEAD + 100) + MESSAGE_OVERHEAD + 1
+
+
+def test_counts_the_caller_gives_are_checked() -> None:
+    history = [user("a"), user("b")]
+    assert check_token_counts(history, (5, 6)) == [5, 6]
+    for bad in ([5], [5, 6, 7], [5, -1], [5, 1.5], [5, True], [5, "6"]):
+        with pytest.raises(ValueError, match="token_counts"):
+            check_token_counts(history, bad)  # type: ignore[arg-type]
+
+
+def test_count_reusing_counts_only_messages_not_known(encode_spy: list[str]) -> None:
+    counter = TokenCounter()
+    old, new = user("counted before"), user("written by the pipeline")
+    expected = 1_000 + TokenCounter().message(new)
+    encode_spy.clear()
+    assert counter.count_reusing([old, new], {id(old): 1_000}) == expected
+    assert encode_spy == ["written by the pipeline"]
+
+
+def test_a_large_batch_is_encoded_on_threads_with_the_same_counts(
+    monkeypatch: pytest.MonkeyPatch, encode_spy: list[str]
+) -> None:
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 1_000)
+    monkeypatch.setattr(tokens, "_fast_count", lambda enc: None)  # tiktoken alone (no bpe-openai wheel)
+    history = [calls(call(f"c{i}", "terminal", cmd=f"make test {i}")) for i in range(50)]
+    history += [result(f"c{i}", f"line {i} 第{i}条 " * (i + 1)) for i in range(50)]
+    serial = TokenCounter(threads=1).per_message(history)
+    encode_spy.clear()
+    threaded = TokenCounter(threads=3)
+    assert threaded.per_message(history) == serial
+    assert encode_spy == []  # encoded in the pool, not one by one
+    assert threaded.per_message(history) == serial  # and cached
+
+
+def tiktoken_count(text: str) -> int:
+    enc = tokens._encoding()
+    assert enc is not None
+    return len(enc.encode_ordinary(text))
+
+
+needs_fast = pytest.mark.skipif(
+    tokens._encoding() is None or tokens._fast_count(tokens._encoding()) is None, reason="bpe-openai not installed"
+)
+
+
+PIECES = [*"ab AZ09 \n\t\r.,'\"-_/(){}<>|é😀", "'s", "'ll", "  ", "\n\n", "你好", "<|endoftext|>"]
+
+
+@needs_fast
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=80).map("".join) | st.text())
+def test_the_fast_counter_counts_as_tiktoken_does(text: str) -> None:
+    assert tokens._encode_len(tokens._encoding(), text) == tiktoken_count(text)
+
+
+@needs_fast
+def test_the_fast_counter_counts_lone_surrogates_as_tiktoken_does() -> None:
+    assert count_text_tokens("broken \ud800 surrogate") == tiktoken_count("broken \ud800 surrogate")
+
+
+def test_a_fast_counter_that_disagrees_with_tiktoken_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    enc = tokens._encoding()
+    if enc is None:
+        pytest.skip("no tiktoken")
+    wrong = types.SimpleNamespace(tokenizer_for_encoding=lambda name: types.SimpleNamespace(count=len))
+    monkeypatch.setitem(sys.modules, "bpe_openai", types.SimpleNamespace(_bindings=wrong))
+    tokens._fast_count.cache_clear()
+    try:
+        assert tokens._fast_count(enc) is None
+        assert count_text_tokens("hello world") == tiktoken_count("hello world")
+    finally:
+        tokens._fast_count.cache_clear()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -14,9 +13,9 @@ from console.celery import tasks_inline
 from console.importers import read_session_file
 from console.models import CompressionRun, Session
 from console.services import ImportedSession, create_session
+from tests.samples import CODING, sample_path
 
-SAMPLES = Path("/work/shared/samples")
-#: small enough that the coding sample (41 messages, ~27k tokens) is really compressed
+#: small enough that the coding sample (41 messages, ~39k tokens) is really compressed
 SMALL_WINDOW = {"context_window_tokens": 4000}
 #: an API key as the secret masking recognises it
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwx1234"
@@ -35,11 +34,9 @@ def superuser_client() -> Client:
     return client
 
 
-def sample_session(
-    name: str = "coding_export_job.json", *, key: str | None = None, user: Any = None, **fields: Any
-) -> Session:
-    """A session imported from one of the shared samples (``user``: who imports it)."""
-    data = read_session_file(SAMPLES / name)
+def sample_session(name: str = CODING, *, key: str | None = None, user: Any = None, **fields: Any) -> Session:
+    """A session imported from one of the sample files (``user``: who imports it)."""
+    data = read_session_file(sample_path(name))
     return create_session(
         ImportedSession(key=key or data.key, messages=data.messages, metadata=data.metadata, **fields), user=user
     )

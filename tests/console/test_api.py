@@ -6,7 +6,6 @@ Tasks run eagerly in-process here (the real-worker journey is in test_api_worker
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -16,16 +15,13 @@ from compression import validate_messages
 from console.apikeys import create_api_key
 from console.celery import tasks_inline
 from console.models import ApiKey, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
+from tests import samples
 
-SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "coding_export_job.json"
 SMALL_WINDOW = {"context_window_tokens": 4000}
 
 
 def sample_messages() -> list[dict]:
-    from compression.session_file import load_session
-
-    messages, _ = load_session(SAMPLE.read_text(encoding="utf-8"))
-    return messages
+    return samples.sample_messages(samples.CODING)
 
 
 def issue_key(name: str, role: str) -> str:

@@ -2,7 +2,6 @@
 
 import json
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -13,8 +12,7 @@ from compression.messages import message_sha256
 from console.models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from console.runs import execute_run, queue_run
 from console.services import ImportedSession, create_session
-
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
+from tests.samples import WECHAT, sample_path
 
 
 def run(*args, **options):
@@ -123,8 +121,8 @@ def test_it_accepts_chinese_names():
 def compressed(django_capture_on_commit_callbacks, monkeypatch, settings):
     """The WeChat sample after one real compression: a run, an archive, a summary, a drift case with a comment."""
     settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "", ""  # the offline summarizer
-    monkeypatch.setattr("console.tasks.check_drift_task.delay", lambda pk: None)
-    run("import_sessions", str(SAMPLES / "wechat_wxid_demo01.jsonl"))
+    monkeypatch.setattr("console.tasks.check_drift_task.apply_async", lambda *args, **kwargs: None)
+    run("import_sessions", str(sample_path(WECHAT)))
     session = Session.objects.get(key="wechat:wxid_demo01")
     Session.objects.filter(pk=session.pk).update(context_window_tokens=2000)
     session.refresh_from_db()

@@ -225,7 +225,12 @@ def test_it_has_a_form_that_works_without_javascript(as_viewer):
 def test_it_says_how_to_import_sessions_when_there_are_none(as_viewer):
     html = as_viewer.get("/").content.decode()
     assert "No sessions yet." in html
-    assert "python manage.py import_sessions PATH" in html
+    # the venv's python (a bare python has no Django), and the setting that loads a folder with the demo
+    assert '<pre class="mono">.venv/bin/python manage.py import_sessions PATH</pre>' in html
+    assert '<span class="mono">DEMO_SAMPLES_DIR</span>' in html
+    as_viewer.cookies["django_language"] = "zh-hans"
+    html = as_viewer.get("/").content.decode()
+    assert '或把存放它们的文件夹设为 <span class="mono">DEMO_SAMPLES_DIR</span>' in html
 
 
 def test_it_escapes_html_in_session_keys(as_viewer):

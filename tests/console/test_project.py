@@ -57,6 +57,13 @@ def test_it_documents_every_setting_in_env_example():
         "RUN_STALE_SECONDS",
         "RUN_MAX_ATTEMPTS",
         "DRIFT_CASE_MIN_SEVERITY",
+        "RECOVERY_SWEEP_SECONDS",
+        "RUN_QUEUED_RESEND_SECONDS",
+        "RESEND_MAX_SECONDS",
+        "BROKER_SEND_TIMEOUT",
+        "COOLDOWN_WAIT_MAX_SECONDS",
+        "MAX_COMPRESS_WAITERS",
+        "DATABASE_RETRY_AFTER_SECONDS",
     ):
         assert f"{name}=" in example
         assert f"`{name}`" in readme

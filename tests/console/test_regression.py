@@ -28,7 +28,8 @@ from console.regression import (
 )
 from console.services import ImportedSession, create_session
 from console.summaries import archive_messages
-from tests.console.factories import SAMPLES, SECRET, compress_now
+from tests.console.factories import SECRET, compress_now
+from tests.samples import CODING, sample_path
 
 #: the constraint in the archived segment of the coding sample, and what a drifted summary makes of it
 CONSTRAINT = "but don't deploy; just run the job locally"
@@ -74,7 +75,7 @@ def case(archive: Archive, active: Summary) -> DriftCase:
 @pytest.fixture
 def secret_archive(db) -> Archive:
     """The coding sample with an API key in an archived message, compressed once."""
-    messages = copy.deepcopy(read_session_file(SAMPLES / "coding_export_job.json").messages)
+    messages = copy.deepcopy(read_session_file(sample_path(CODING)).messages)
     messages[6]["content"] += f" The staging key is {SECRET}."
     session = create_session(ImportedSession(key="job:secret", messages=messages, metadata={}))
     archive = Archive.objects.get(run=compress_now(session))

@@ -391,7 +391,7 @@ def test_it_keeps_a_written_back_run_succeeded_when_its_drift_check_cannot_be_qu
     def broker_down(*args: Any, **kwargs: Any) -> None:
         raise OperationalError("Error 111 connecting to the broker. Connection refused.")
 
-    monkeypatch.setattr(check_drift_task, "delay", broker_down)
+    monkeypatch.setattr(check_drift_task, "apply_async", broker_down)
     session = sample_session()
 
     run = compress(session)

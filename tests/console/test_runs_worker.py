@@ -29,9 +29,10 @@ from console.models import Archive, AuditEvent, CompressionRun, Message, Session
 from console.services import append_messages
 from console.summaries import archive_messages, promote_summary, request_resummarize
 from console.tasks import execute_run_task
-from tests.console.factories import SAMPLES, SMALL_WINDOW, sample_session
+from tests.console.factories import SMALL_WINDOW, sample_session
 from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.samples import CODING, sample_path
 
 STAGES = ["prune", "boundaries", "archive", "summarize", "assemble", "validate"]
 Status = CompressionRun.Status
@@ -271,7 +272,7 @@ def test_a_runtime_compresses_over_the_api_and_waits_for_the_result(worker, mode
 
     api = Api(issue_key("runtime", "operator"))
     model.script("slow", delay=1.5)  # keeps the automatic run in flight while the compress request arrives
-    data = read_session_file(SAMPLES / "coding_export_job.json")
+    data = read_session_file(sample_path(CODING))
     created = api.post("/sessions", {"key": "rt:wait", "messages": data.messages[:-1], "context_window_tokens": 4000})
     assert created.status_code == 201, created.content
     appended = api.post("/sessions/rt:wait/messages", {"messages": data.messages[-1:], "expected_version": 1})

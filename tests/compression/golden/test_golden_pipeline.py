@@ -1,31 +1,20 @@
-"""Whole-pipeline golden cases on the shared samples: structure and invariants, not exact text."""
+"""Whole-pipeline golden cases on the demo sessions: structure and invariants, not exact text."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from compression import CompressionConfig, Compressor, ExtractiveSummarizer, validate_messages
-from compression.session_file import load_session
 from compression.summary_message import is_summary_message, parse_summary_message
 from tests.compression.builders import FakeSummarizer
-
-SAMPLES = Path(__file__).resolve().parents[3].parent / "shared" / "samples"
-if not SAMPLES.is_dir():  # the samples live next to the repository
-    SAMPLES = Path("/work/shared/samples")
+from tests.samples import SAMPLES
+from tests.samples import load_sample as load
 
 
-def load(name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    path = SAMPLES / name
-    if not path.exists():
-        pytest.skip(f"sample {name} not available")
-    return load_session(path.read_text(encoding="utf-8"))
-
-
-@pytest.fixture(params=["coding_export_job.json", "wechat_wxid_demo01.jsonl"])
+@pytest.fixture(params=sorted(p.name for p in SAMPLES.glob("*.json*")))
 def sample(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     messages, metadata = load(request.param)
     return request.param, messages, metadata
