@@ -57,7 +57,7 @@ PINNED_HEADING = "## Pinned facts"
 
 @dataclass(frozen=True)
 class FactLimits:
-    """How many facts of each kind are kept (the most recent ones win)."""
+    """How many facts of each kind are kept (the highest ranked, then the most recent, win)."""
 
     constraint: int = 40
     approval: int = 20
@@ -96,9 +96,10 @@ _CONSTRAINT_EN = re.compile(
     r"|up\s+to|budget\s+(?:is|of)|remember\s+to)\b"
     r"|(?:^|[\s,;(])no\s+(?!problem|worries|idea|doubt|thanks|thank|need\b|one\b|matter)[a-z]"
     # standing instructions and commands to repeat: "after every change", "from now on", "whenever"
-    r"|\b(?:after|before)\s+(?:every|each|any)\b|\b(?:every|each)\s+time\b|\bwhenever\b|\beach\s+(?:change|edit|commit)"
+    r"|\b(?:after|before)\s+(?:every|each|any)\b|\b(?:every|each)\s+time\b|\bwhenever\b(?!\s+you(?:'re|\s+are)\s+ready)|\beach\s+(?:change|edit|commit)"
     r"|\bfrom\s+(?:now|here|this\s+point)\s+on\b|\bgoing\s+forward\b|\bhenceforth\b|\bfrom\s+now\b"
-    r"|\bfor\s+the\s+rest\s+of\b|\bin\s+(?:the\s+)?future\b|\bfor\s+(?:any|all|every)\s+\w+|\brules?\s+(?:for|is|:)"
+    r"|\bfor\s+the\s+rest\s+of\b|\bin\s+(?:the\s+)?future\b|\brules?\s+(?:for|is|:)"
+    r"|(?<!thanks )(?<!thank you )\bfor\s+(?:any|all|every)\s+\w+"
     # limits: "under 40 lines", "no longer than", "40 lines max", "or fewer", "past 500 lines", "below 200 ms"
     r"|\b(?:under|below|above|within|past|over|exceed\w*|beyond)\s+(?:\$|¥|€)?\d"
     r"|\b(?:no|not|never)\s+(?:more|longer|bigger|larger|greater|higher|wider|slower|fewer|less)\s+than\b"
@@ -119,7 +120,8 @@ _CONSTRAINT_ZH = re.compile(
 _APPROVAL_EN = re.compile(
     r"\b(?:approved?|approving|go\s+ahead|lgtm|ship\s+it|green\s+light|signed?\s+off|you\s+may|you\s+can\s+proceed"
     r"|proceed|permission\s+granted|ok(?:ay)?\s+to|allowed\s+to|confirmed?|sounds\s+good|do\s+it|please\s+book)\b"
-    r"|^(?:yes|yep|yeah|sure)\b[,.!]?",
+    # a yes that grants something ("yes, please cancel it", "sure, do it"), not "sure, it's sofia_kim_7287"
+    r"|^(?:yes|yep|yeah|sure)\b[,.!]?\s*(?:please\b|do\b|book\b|go\b|proceed\b|you\s+can\b|that'?s\s+(?:fine|ok)|$)",
 )
 _APPROVAL_ZH = re.compile(
     r"批准|同意|可以执行|可以开始|可以继续|确认执行|准了|放行|可以上线|可以部署|可以合并|可以删除|可以发布|执行吧|开始吧|就这么办"

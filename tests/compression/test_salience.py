@@ -93,6 +93,18 @@ class TestUserInstructions:
         )
         assert texts(facts, "approval") == ["可以，就改订单 ABC123 吧。"]
 
+    @pytest.mark.parametrize(
+        "sentence", ["Thanks for all your help!", "Whenever you're ready.", "Sure, it's sofia_kim_7287."]
+    )
+    def test_small_talk_is_no_constraint_or_approval(self, sentence: str) -> None:
+        facts = extract_facts([user(sentence)])
+        assert texts(facts, "constraint") == [] and texts(facts, "approval") == []
+
+    def test_a_yes_that_grants_something_is_an_approval(self) -> None:
+        assert texts(extract_facts([user("Yes, please cancel the reservation S61CZX.")]), "approval") == [
+            "Yes, please cancel the reservation S61CZX."
+        ]
+
     def test_pasted_output_in_a_user_turn_is_not_mined_for_constraints(self) -> None:
         lint = "\n".join(f"pkg/m{i}.py:1:0: W0703: Catching too general exception Exception" for i in range(60))
         facts = extract_facts([user("The last command timed out.\n" + lint + "\nPlease try again.")])
