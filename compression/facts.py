@@ -144,7 +144,10 @@ _PATH = re.compile(
     r")",
     re.ASCII,
 )
-_PATH_NOISE = re.compile(r"^/+$|^\.+/?$|^/(?:s|g|i|n|r|t)$|^\d+(?:/\d+)+$|^[A-Za-z]/[A-Za-z]$", re.ASCII)
+# ..., "s/old/new/g" (a sed or perl substitution, not a path)
+_PATH_NOISE = re.compile(
+    r"^/+$|^\.+/?$|^/(?:s|g|i|n|r|t)$|^\d+(?:/\d+)+$|^[A-Za-z]/[A-Za-z]$|^s/[^/]*/[^/]*(?:/[gimpx]*)?$", re.ASCII
+)
 
 _IDENTIFIER = re.compile(
     r"`(?P<code>[^`\n]{2,80})`"

@@ -399,3 +399,9 @@ def test_history_position_finds_a_message_or_the_summary_standing_for_it() -> No
     assert history_position(archive, 61, start=3) == 2
     assert history_position(archive, 20, start=3) == 0  # inside the earlier summary
     assert history_position(archive, 99, start=3) is None
+
+
+def test_a_sed_substitution_is_not_a_path() -> None:
+    from compression.facts import find_paths
+
+    assert find_paths("perl -pi -e 's/old_name/new_name/g' x.py and sed 's/a/b/' src/a/b.py") == ["src/a/b.py"]
