@@ -405,3 +405,27 @@ def test_a_sed_substitution_is_not_a_path() -> None:
     from compression.facts import find_paths
 
     assert find_paths("perl -pi -e 's/old_name/new_name/g' x.py and sed 's/a/b/' src/a/b.py") == ["src/a/b.py"]
+
+
+def test_a_models_2900_character_summary_survives_whole_at_8k() -> None:
+    # what Qwen2.5-Coder 1.5B wrote: the old 400-token cap at 8k cut it to ~450 characters
+    prose = "\n".join(
+        [
+            "## Decisions",
+            *[
+                f"- **Decision {n}**: switch the export batch size to {n * 500} rows because of timeouts"
+                for n in range(8)
+            ],
+            "## Key tool results",
+            *[f"- **Tool result {n}**: pytest printed 3 failures in tests/test_export_{n}.py" for n in range(12)],
+            "## Progress and next steps",
+            *[f"- Step {n}: rerun the nightly export for shard {n} and compare the row counts" for n in range(12)],
+        ]
+    )
+    assert 2_400 <= len(prose) <= 3_200
+    facts = [Fact("constraint", "Do not deploy on Friday.", 4)]
+    config = CompressionConfig(context_window_tokens=8_000)
+    budget = config.summary_budget(middle_tokens=40_000, free_tokens=3_000, pinned_tokens=20)
+    body = finalize_summary(prose, facts, budget)
+    assert all(line in body for line in prose.splitlines())
+    assert "- [constraint] (#4) Do not deploy on Friday." in body
