@@ -24,7 +24,7 @@ class CompressionConfig:
     protect_head_messages: int = 3
     #: cap on the protected head, by tokens: past it, opening messages beyond the system prompt and the
     #: first request join the middle, or are shortened (default: what the trigger leaves after the tail
-    #: budget and twice the summary cap)
+    #: budget and a summary: the smaller of the summary ceiling and a quarter of the trigger)
     head_tokens: int | None = None
     #: recent messages kept verbatim, by tokens (default: 25% of the window)
     tail_tokens: int | None = None
@@ -32,8 +32,13 @@ class CompressionConfig:
     prune_protect_tokens: int | None = None
     #: tool-call argument strings longer than this are shortened inside the parsed JSON
     max_tool_arg_chars: int = 2_000
-    #: cap on the summary's own size (default: 5% of the window, at least 800 so pinned facts fit, at most 4,000)
+    #: fixed cap on the summary's own size; ``None`` (the default): a budget that follows the room,
+    #: see :meth:`summary_budget`
     summary_max_tokens: int | None = None
+    #: the room-following budget's floor, in tokens (when the room under the trigger allows it)
+    summary_floor_tokens: int = 2_000
+    #: the room-following budget's ceiling, as a share of the window (the floor wins when larger)
+    summary_ceiling_ratio: float = 0.2
     #: cap on what is sent to a model summarizer (default: 25% of the window, at most 30,000)
     summary_input_tokens: int | None = None
     #: after this many consecutive compressions that stay over the trigger, stop compressing automatically
@@ -51,7 +56,7 @@ class CompressionConfig:
                 continue
             if value is None and f.default is None:
                 continue
-            number = f.name == "trigger_ratio"
+            number = f.name in ("trigger_ratio", "summary_ceiling_ratio")
             if isinstance(value, bool) or not isinstance(value, (int, float) if number else int):
                 raise ValueError(f"{f.name} must be {'a number' if number else 'a whole number'}, not {value!r}")
         for name in (
@@ -71,6 +76,10 @@ class CompressionConfig:
             raise ValueError("protect_head_messages must not be negative")
         if self.max_tool_arg_chars < 64:
             raise ValueError("max_tool_arg_chars must be at least 64")
+        if self.summary_floor_tokens < 64:
+            raise ValueError("summary_floor_tokens must be at least 64")
+        if not 0.01 <= self.summary_ceiling_ratio <= 0.5:
+            raise ValueError("summary_ceiling_ratio must be between 0.01 and 0.5")
         if not isinstance(self.secret_mask_key, str | bytes | None):
             raise ValueError("secret_mask_key must be a string or bytes")
 
@@ -86,8 +95,9 @@ class CompressionConfig:
     def effective_head_tokens(self) -> int:
         if self.head_tokens is not None:
             return self.head_tokens
-        room = self.trigger_tokens - self.effective_tail_tokens - 2 * self.effective_summary_max_tokens
-        return max(self.context_window_tokens // 10, room)
+        # what the trigger leaves after the tail budget and a summary (the summary's budget follows the room)
+        summary = min(self.effective_summary_max_tokens, self.trigger_tokens // 4)
+        return max(self.context_window_tokens // 10, self.trigger_tokens - self.effective_tail_tokens - summary)
 
     @property
     def effective_prune_protect_tokens(self) -> int:
@@ -97,9 +107,28 @@ class CompressionConfig:
 
     @property
     def effective_summary_max_tokens(self) -> int:
+        """The override, else the largest budget :meth:`summary_budget` may give (its ceiling)."""
         if self.summary_max_tokens is not None:
             return self.summary_max_tokens
-        return max(800, min(4_000, self.context_window_tokens // 20))
+        return max(self.summary_floor_tokens, int(self.context_window_tokens * self.summary_ceiling_ratio))
+
+    def summary_budget(self, middle_tokens: int, free_tokens: int | None = None, pinned_tokens: int = 0) -> int:
+        """The summary's token budget for one compression: it follows the room.
+
+        It grows with the middle being summarized (an eighth of it) plus the pinned facts' own share
+        (``pinned_tokens``, so they do not eat the prose), between :attr:`summary_floor_tokens` and a
+        ceiling of :attr:`summary_ceiling_ratio` of the window; never more than ``free_tokens`` (the
+        room left under the trigger by what is kept verbatim) nor than half the middle.
+        ``summary_max_tokens``, when set, overrides all of this.
+        """
+        if self.summary_max_tokens is not None:
+            return self.summary_max_tokens
+        ceiling = self.effective_summary_max_tokens
+        budget = max(self.summary_floor_tokens, min(ceiling, pinned_tokens + middle_tokens // 8))
+        budget = min(budget, max(256, middle_tokens // 2))
+        if free_tokens is not None:
+            budget = min(budget, max(256, free_tokens))
+        return budget
 
     @property
     def effective_summary_input_tokens(self) -> int:

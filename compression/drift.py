@@ -38,6 +38,7 @@ from .facts import (
     is_prohibition,
     pinned_facts_of,
     split_sentences,
+    user_statement_text,
     windowed,
 )
 from .messages import call_arguments, content_text
@@ -616,7 +617,7 @@ def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statemen
             continue
         if m.get("role") != "user":
             continue
-        text = windowed(content_text(m), 16_000, 8_000)
+        text = user_statement_text(content_text(m))  # the text facts.py reads (edges of pasted output)
         for sentence in split_sentences(text):
             if sentence in seen:
                 continue
@@ -675,6 +676,8 @@ def _whole(s: _Statement) -> list[_Clause]:
 
 def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> bool:
     """Whether ``s`` states the action of ``c`` without its negation (the whole sentence, or one clause of it)."""
+    if c.text in s.text:  # the constraint restated verbatim (a summary quoting the user's turn) inverts nothing
+        return False
     action = c.action
     verbs = c.verbs
     objects = action - (action & _VERBS) | c.anchors
@@ -956,7 +959,7 @@ def _check_identifiers(
             continue
         # what users gave, and the tickets/versions/error codes the assistant reported (tool output is not read)
         by_user = m.get("role") == "user"
-        text = windowed(content_text(m), 16_000, 8_000) if by_user else windowed(content_text(m), 6_000, 4_000)
+        text = user_statement_text(content_text(m)) if by_user else windowed(content_text(m), 6_000, 4_000)
         for ident in sorted(_identifiers(text, strong_only=not by_user)):
             if not _is_in(ident, summary):
                 findings.append(
@@ -1076,12 +1079,16 @@ def check_drift(
     constraints, approvals = _user_statements(original_messages)
     corpus = _corpus(original_messages)
     findings: list[DriftFinding] = []
+    # a prose sentence quoting a user's own constraint or approval verbatim (a kept user turn) is no
+    # evidence against another one: "No function may be longer than 50 lines." does not break "under 50"
+    quoted = [st.text for st in constraints + approvals if len(st.text) >= 8]
+    checked = [st for st in prose if not any(q in st.text for q in quoted)] if quoted else prose
     for c in constraints:
-        finding = _check_constraint(c, prose, pinned, summary_text)
+        finding = _check_constraint(c, checked, pinned, summary_text)
         if finding:
             findings.append(finding)
     for a in approvals:
-        finding = _check_approval(a, prose, summary_text)
+        finding = _check_approval(a, checked, summary_text)
         if finding:
             findings.append(finding)
     if context_messages:

@@ -1,11 +1,16 @@
 """The offline summarizer: deterministic, no model, linear in the segment's size.
 
 It fills the same sections a model would, from the pinned facts and the
-segment's own statements: user requests and constraints verbatim, decisions
-and their reasons, what happened to each file, errors and whether a later
-message resolved them, the tool results that mattered, the last state and
-next steps, statements about the focus topic first. An earlier summary's
-sections are merged in (older lines first, so the size cap drops them first).
+segment's own statements: every user turn (verbatim while short, head and tail
+when long; the ground truth of intent, dropped last), decisions and their
+reasons, what happened to each file (edited before read, shell commands
+included), errors and whether a later message resolved them, the tool results
+that mattered, the last state and next steps, statements about the focus topic
+first. An earlier summary's sections are updated, not re-summarized: its lines
+are merged in as written (older lines first, so the size cap drops them first).
+
+Every ``#N`` is a history index (:meth:`SummaryRequest.index_of`), the same
+numbering as the facts' ``source_index`` and the lines carried from an earlier summary.
 """
 
 from __future__ import annotations
@@ -17,7 +22,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .facts import COMPRESSOR_TEXTS, has_error_hint, is_decision, is_prohibition, split_sentences, windowed
+from .facts import (
+    COMPRESSOR_TEXTS,
+    PATH_RANKS,
+    has_error_hint,
+    is_decision,
+    is_prohibition,
+    number_key,
+    shell_written_files,
+    split_sentences,
+    windowed,
+)
 from .messages import call_arguments, call_name, content_text, one_line
 from .secrets import mask_secrets
 from .summary_body import FOCUS, finalize_summary, parse_sections, render_sections
@@ -25,7 +40,10 @@ from .summary_message import is_summary_message
 from .tokens import count_text_tokens
 from .types import Fact, SummaryOutcome, SummaryRequest
 
-EXTRACTIVE_VERSION = "extractive-2026-11-30.1"
+EXTRACTIVE_VERSION = "extractive-2026-12-01.1"
+
+#: a user turn up to this many characters is kept verbatim; a longer one as head … tail
+USER_TURN_CHARS = 600
 
 # literals only, case-sensitive (with the usual capitalizations): fast on big tool output
 _RESOLVED = re.compile(
@@ -55,6 +73,7 @@ _NEXT = re.compile(
 )
 _PREFERENCE = re.compile(r"\b(?:prefer|i like|i want|i'd like|i would like|i'd rather)\b|希望|喜欢|偏好|最好|尽量")
 _WRITE_TOOL = re.compile(r"write|edit|patch|create|replace|apply|update|save|delete|remove|move|rename", re.I)
+_SHELL_TOOL = re.compile(r"bash|shell|terminal|exec|command|run|cmd|sh$", re.I)
 _READ_TOOL = re.compile(r"read|view|open|cat|show|get|list|search|grep|find", re.I)
 _WORD = re.compile(r"[A-Za-z0-9_./-]{3,}|[\u4e00-\u9fff]{2,}")
 _STOP_WORDS = "the and for with that this from have what about into your you are was were will not"
@@ -97,14 +116,25 @@ class _Scan:
     focus: list[tuple[int, int, str]] = field(default_factory=list)  # score, index, sentence
 
 
-def _scan(messages: Sequence[dict[str, Any]], start: int, focus_terms: set[str], first_error: int) -> _Scan:
+def _user_turn(text: str) -> str:
+    """A user turn on one line: verbatim up to :data:`USER_TURN_CHARS`, else its head and tail."""
+    text = " ".join(text.split())
+    if len(text) <= USER_TURN_CHARS:
+        return text
+    head, tail = USER_TURN_CHARS * 2 // 3, USER_TURN_CHARS // 3
+    return f"{text[:head].rstrip()} … {text[-tail:].lstrip()}"
+
+
+def _scan(request: SummaryRequest, focus_terms: set[str], first_error: int) -> _Scan:
     """One pass; success notes are looked for only after ``first_error`` (nothing to resolve before)."""
     scan = _Scan()
     calls: dict[str, tuple[str, str]] = {}
-    for position, m in enumerate(messages):
+    for position, m in enumerate(request.messages):
         if not isinstance(m, dict) or is_summary_message(m):
             continue
-        index = start + position
+        index = request.index_of(position)
+        if index is None:
+            continue
         role = m.get("role")
         if role == "tool":
             # errors come from the pinned facts; only the edges are read for a success note
@@ -130,7 +160,7 @@ def _scan(messages: Sequence[dict[str, Any]], start: int, focus_terms: set[str],
         sentences = split_sentences(text)
         if role == "user":
             if len(text.strip()) >= 6 or not scan.user_turns:  # skip "ok" / "继续" after the first turn
-                scan.user_turns.append((index, _short(text, 200)))
+                scan.user_turns.append((index, content_text(m)))
         else:
             scan.last_assistant = (index, _short(text, 300))
             if index > first_error and _says_resolved(text):
@@ -151,8 +181,16 @@ def _scan(messages: Sequence[dict[str, Any]], start: int, focus_terms: set[str],
     return scan
 
 
+def _note_file(scan: _Scan, path: str, action: str, index: int) -> None:
+    entry = f"{action} (#{index})"
+    actions = scan.files.setdefault(path, [])
+    if entry not in actions:
+        actions.append(entry)
+
+
 def _note_files(scan: _Scan, tool: str, raw_args: str, index: int) -> None:
-    if '"path"' not in raw_args and '"file' not in raw_args:
+    shell = bool(_SHELL_TOOL.search(tool))
+    if '"path"' not in raw_args and '"file' not in raw_args and not shell:
         return
     try:
         args = json.loads(raw_args) if raw_args else {}
@@ -160,14 +198,21 @@ def _note_files(scan: _Scan, tool: str, raw_args: str, index: int) -> None:
         return
     if not isinstance(args, dict):
         return
+    if shell:  # files a shell command writes: cat > x.py, sed -i … x.py, tee x.py
+        command = next((v for k in ("command", "cmd", "script") if isinstance(v := args.get(k), str)), "")
+        for path in shell_written_files(command[:4_000]):
+            _note_file(scan, path, "edited", index)
     for key in ("path", "file", "file_path", "filepath", "filename"):
         value = args.get(key)
         if isinstance(value, str) and 2 < len(value) < 300:
             action = "edited" if _WRITE_TOOL.search(tool) else "read" if _READ_TOOL.search(tool) else tool or "used"
-            entry = f"{action} (#{index})"
-            actions = scan.files.setdefault(value, [])
-            if entry not in actions:
-                actions.append(entry)
+            _note_file(scan, value, action, index)
+
+
+def _file_rank(actions: list[str]) -> int:
+    """What happened to a file, as a :data:`PATH_RANKS` value (its strongest action)."""
+    ranks = [PATH_RANKS.get(a.split(" ", 1)[0], PATH_RANKS["used"]) for a in actions]
+    return max(ranks, default=0)
 
 
 def _facts_of(facts: Sequence[Fact], kind: str) -> list[Fact]:
@@ -190,9 +235,11 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
     """
     focus_terms = _focus_terms(request.focus_topic)
     facts = request.facts
-    error_indexes = [f.source_index for f in facts if f.kind == "error" and f.source_index is not None]
-    first_error = min(error_indexes) if error_indexes else request.start_index + len(request.messages)
-    scan = _scan(request.messages, request.start_index, focus_terms, first_error)
+    error_indexes = [
+        f.source_index for f in facts if f.kind == "error" and f.source_index is not None and f.role != "summary"
+    ]
+    first_error = min(error_indexes) if error_indexes else 1 << 62
+    scan = _scan(request, focus_terms, first_error)
     pinned = {f.text for f in facts}
     focus_text = (request.focus_topic or "").strip()
     new: dict[str, list[str]] = {}
@@ -209,7 +256,10 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
         f"- Finding (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.reasons, 6) if st not in pinned
     ]
 
-    files = [f"- {path}: {', '.join(actions[-4:])}" for path, actions in list(scan.files.items())[-12:]]
+    # edited files first, then read, then the rest; the most recent within each (listings never evict edits)
+    order = {path: n for n, path in enumerate(scan.files)}
+    ranked = sorted(scan.files, key=lambda p: (_file_rank(scan.files[p]), order[p]))[-16:]
+    files = [f"- {path}: {', '.join(scan.files[path][-4:])}" for path in sorted(ranked, key=order.__getitem__)]
     identifiers = [f.text for f in _facts_of(facts, "identifier")]
     if identifiers:
         files.append("- Identifiers: " + ", ".join(identifiers[-16:]))
@@ -217,7 +267,7 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
 
     errors = []
     for fact in _facts_of(facts, "error"):
-        if fact.source_index is None:
+        if fact.source_index is None or fact.role == "summary":
             continue  # carried errors come back through the previous summary's own lines
         later = [i for i in scan.resolved_at if i > fact.source_index]
         status = f"resolved later (#{later[0]})" if later else "not resolved in this segment"
@@ -230,18 +280,32 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
     constraints += [f"- Preference (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.preferences, 4)]
     new["## Constraints and preferences"] = constraints
 
-    turns = _latest_distinct(scan.user_turns, 1_000)
-    turns = turns[:1] + turns[1:][-5:]  # the segment's first request, then the latest ones
-    progress = [f"- User request (#{i}): {t}" for i, t in turns]
+    progress = _user_lines(scan.user_turns, pinned)
     if scan.last_assistant:
         i, t = scan.last_assistant
         progress.append(f"- Last assistant state (#{i}): {t}")
-    progress += [f"- Next (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.next_steps, 2)]
+    last = scan.last_assistant[1] if scan.last_assistant else ""
+    progress += [f"- Next (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.next_steps, 2) if _short(st) != last]
     new["## Progress and next steps"] = progress
 
     new["## Key tool results"] = _key_tool_results(scan, facts)[-6:]
 
     return _merge_previous(request.previous_summary, new)
+
+
+def _user_lines(turns: Sequence[tuple[int, str]], pinned: set[str]) -> list[str]:
+    """Every distinct user turn, whole, except a turn that is one pinned sentence; the size cap drops
+    these after every tool-derived line. Long turns that differ only in numbers (a runtime's templated
+    "found 2 actions" prompts) count once, at the latest; short ones are a person's words, kept each."""
+    latest: dict[str, tuple[int, str]] = {}
+    for index, text in turns:
+        if text.strip() in pinned:
+            continue  # already verbatim in the pinned facts
+        line = _user_turn(text)
+        key = number_key(line) if len(line) > 200 else line
+        latest.pop(key, None)
+        latest[key] = (index, line)
+    return [f"- User request (#{i}): {t}" for i, t in sorted(latest.values())]
 
 
 def _gist(message: dict[str, Any], error: str | None) -> str:

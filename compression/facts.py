@@ -6,8 +6,24 @@ kept as the whole sentence so the negation cannot get lost), ``approval``,
 approvals are always kept; the other kinds are capped so that the summary
 stays small however long the segment is.
 
-Scanning is linear and bounded: every message is read only within a head and
-tail window (tool output: a few KB), with precompiled regular expressions.
+Constraints include what users ask for standing: a command to run after every
+change, limits ("keep every function under 40 lines", "不超过 40 行"), "from now
+on" / "以后都…" instructions, prohibitions with their negation.
+
+Errors come from the whole of each tool output (up to a bound per message) in
+linear time: a literal pre-filter finds candidate lines, exception and
+``FAILED …`` lines outrank counters such as ``1 failed, 530 passed``, and lines
+that differ only in numbers count once (the latest wins).
+
+Paths are ranked by what happened to the file (see :data:`PATH_RANKS`):
+created or edited > named by the user > read > mentioned > listed in tool
+output, including bare file names in shell commands (``cat > x.py``,
+``sed -i … x.py``, ``tee x.py``, ``> x.py``), so listings never evict edits.
+
+Numbering: every fact's ``source_index`` is a *history index*, the message's
+position in the session's full, never-compressed history (see
+:func:`history_indexes`); for a first compression it is the index in the
+input. Facts carried from an earlier summary keep the index written there.
 """
 
 from __future__ import annotations
@@ -20,8 +36,14 @@ from typing import Any
 
 from .messages import call_arguments, call_name, content_text
 from .secrets import mask_secrets
-from .summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message, parse_summary_message
-from .types import Fact
+from .summary_message import (
+    ACKNOWLEDGEMENT,
+    BRIDGE,
+    is_summary_message,
+    parse_summary_message,
+    summary_history_range,
+)
+from .types import SUMMARY_MARKER, Fact
 
 #: kinds in priority order (the order of the ``## Pinned facts`` section)
 FACT_KINDS: tuple[str, ...] = ("constraint", "approval", "error", "path", "decision", "command", "identifier")
@@ -35,12 +57,12 @@ PINNED_HEADING = "## Pinned facts"
 
 @dataclass(frozen=True)
 class FactLimits:
-    """How many facts of each kind are kept (the most recent ones win)."""
+    """How many facts of each kind are kept (the highest ranked, then the most recent, win)."""
 
     constraint: int = 40
     approval: int = 20
     error: int = 12
-    path: int = 20
+    path: int = 24
     decision: int = 12
     command: int = 10
     identifier: int = 20
@@ -53,12 +75,17 @@ class FactLimits:
 
 DEFAULT_LIMITS = FactLimits()
 
-# Windows: how much of each message is scanned (head, tail), by role.
-_WINDOWS = {"user": (16_000, 8_000), "assistant": (6_000, 4_000), "tool": (500, 1_500)}
+# Windows: how much of each message is scanned (head, tail), by role. Tool output is scanned for
+# errors up to this bound (a 3,000-line test run is ~150 KB); paths only in its opening.
+_WINDOWS = {"user": (16_000, 8_000), "assistant": (6_000, 4_000), "tool": (300_000, 100_000)}
+
+#: what happened to a file, best first: the rank a path fact is kept by (higher wins the cap)
+PATH_RANKS = {"edited": 5, "user": 4, "read": 3, "summary": 3, "used": 2, "mentioned": 1, "listed": 0}
 
 # ---------------------------------------------------------------- patterns
 
-_SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|(?<=\.)(?=\s)|\n+")
+# a period ends a sentence only after a word ("done. Next"), not in "./..." or "ruff check . && mypy"
+_SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|(?<=[^\s./]\.)(?=\s)|\n+")
 
 # prohibitions and requirements (checked before approvals: "don't proceed" is a constraint)
 _CONSTRAINT_EN = re.compile(
@@ -67,19 +94,39 @@ _CONSTRAINT_EN = re.compile(
     r"|hold\s+off|keep\s+\w+(?:\s+\w+)?\s+(?:unchanged|untouched|as\s+is)|leave\s+\w+(?:\s+\w+)?\s+(?:alone|untouched)"
     r"|without\s+(?:asking|approval|my|permission)|stop\s+\w+ing|under\s+no\s+circumstances|at\s+(?:most|least)"
     r"|up\s+to|budget\s+(?:is|of)|remember\s+to)\b"
-    r"|(?:^|[\s,;(])no\s+(?!problem|worries|idea|doubt|thanks|thank|need\b|one\b|matter)[a-z]",
+    r"|(?:^|[\s,;(])no\s+(?!problem|worries|idea|doubt|thanks|thank|need\b|one\b|matter)[a-z]"
+    # standing instructions and commands to repeat: "after every change", "from now on", "whenever"
+    r"|\b(?:after|before)\s+(?:every|each|any)\b|\b(?:every|each)\s+time\b|\bwhenever\b(?!\s+you(?:'re|\s+are)\s+ready)|\beach\s+(?:change|edit|commit)"
+    r"|\bfrom\s+(?:now|here|this\s+point)\s+on\b|\bgoing\s+forward\b|\bhenceforth\b|\bfrom\s+now\b"
+    r"|\bfor\s+the\s+rest\s+of\b|\bin\s+(?:the\s+)?future\b|\brules?\s+(?:for|is|:)"
+    r"|(?<!thanks )(?<!thank you )\bfor\s+(?:any|all|every)\s+\w+"
+    # limits: "under 40 lines", "no longer than", "40 lines max", "or fewer", "past 500 lines", "below 200 ms"
+    r"|\b(?:under|below|above|within|past|over|exceed\w*|beyond)\s+(?:\$|¥|€)?\d"
+    r"|\b(?:no|not|never)\s+(?:more|longer|bigger|larger|greater|higher|wider|slower|fewer|less)\s+than\b"
+    r"|\b(?:less|fewer|shorter|smaller|lower)\s+than\s+(?:\$)?\d|\bor\s+(?:fewer|less|shorter|smaller|under)\b"
+    r"|\d\s*\w*\s+(?:max|maximum|tops)\b|\b(?:max|maximum|limit\w*|cap(?:ped)?)\b"
+    # prohibitions phrased as wishes or states
+    r"|\bi\s+(?:do\s+not|don'?t|never)\s+want\b|\bleave\s+.{1,60}?\s+(?:alone|untouched|as\s+(?:it\s+)?is|unchanged)\b"
+    r"|\b(?:are|is|'re)\s+not\s+(?:allowed|permitted)\b|\bkeep\s+.{1,40}?\s+(?:under|below|short|small|within)\b",
 )
 _CONSTRAINT_ZH = re.compile(
     r"先不要|千万不要|千万别|不要|不用|(?<![特区类分个识级告性差辨鉴离])别(?![人的处名])|禁止|严禁|不许|不准|不能|不得|不可以|不允许"
     r"|不同意|不批准|切勿|勿|只能|只许|只用|仅限|必须|务必|一定要|暂时不|暂不|暂缓|未经"
     r"|不超过|不高于|不低于|不少于|最多|至少|以内|上限|记得"
+    # standing instructions and repeated commands: 每次改完都跑, 以后都, 从现在开始, 今后, 凡是
+    r"|每次|每改|每当|改完|修改后|改动后|提交前|提交之前|以后|今后|往后|从现在(?:开始|起)|从今天起|接下来的?\S{0,12}都"
+    r"|所有\S{0,12}都|统一|凡是|都要|都得|一律|控制在|低于|高于|超过|之内|以下|不准|不能|别动|不让"
 )
 _APPROVAL_EN = re.compile(
     r"\b(?:approved?|approving|go\s+ahead|lgtm|ship\s+it|green\s+light|signed?\s+off|you\s+may|you\s+can\s+proceed"
-    r"|proceed|permission\s+granted|ok(?:ay)?\s+to|allowed\s+to|confirmed?)\b",
+    r"|proceed|permission\s+granted|ok(?:ay)?\s+to|allowed\s+to|confirmed?|sounds\s+good|do\s+it|please\s+book)\b"
+    # a yes that grants something ("yes, please cancel it", "sure, do it"), not "sure, it's sofia_kim_7287"
+    r"|^(?:yes|yep|yeah|sure)\b[,.!]?\s*(?:please\b|do\b|book\b|go\b|proceed\b|you\s+can\b|that'?s\s+(?:fine|ok)|$)",
 )
 _APPROVAL_ZH = re.compile(
     r"批准|同意|可以执行|可以开始|可以继续|确认执行|准了|放行|可以上线|可以部署|可以合并|可以删除|可以发布|执行吧|开始吧|就这么办"
+    # a reply that opens with a yes: "可以，就改订单 X 吧", "行，…", "好的，…", "确认，…"
+    r"|^(?:可以|行|没问题|确认|确定|是的)[，,。！!]|就按|照做|去做吧|改吧|订吧|删吧|上线吧"
 )
 _DECISION_EN = re.compile(
     r"\b(?:we\s+will|we'll|we\s+decided|decided|decision|let'?s|let\s+us|going\s+with|go\s+with|switch(?:ed)?\s+to"
@@ -97,7 +144,10 @@ _PATH = re.compile(
     r")",
     re.ASCII,
 )
-_PATH_NOISE = re.compile(r"^/+$|^\.+/?$|^/(?:s|g|i|n|r|t)$|^\d+(?:/\d+)+$|^[A-Za-z]/[A-Za-z]$", re.ASCII)
+# ..., "s/old/new/g" (a sed or perl substitution, not a path)
+_PATH_NOISE = re.compile(
+    r"^/+$|^\.+/?$|^/(?:s|g|i|n|r|t)$|^\d+(?:/\d+)+$|^[A-Za-z]/[A-Za-z]$|^s/[^/]*/[^/]*(?:/[gimpx]*)?$", re.ASCII
+)
 
 _IDENTIFIER = re.compile(
     r"`(?P<code>[^`\n]{2,80})`"
@@ -120,15 +170,52 @@ _ERROR_HINT = re.compile(
 )
 _EXIT_ONLY = re.compile(r"^\W*exit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*-?\d+\W*$", re.I)
 _EXIT_ZERO = re.compile(r"\bexit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*0\b")
-_TRACEBACK_HEAD = re.compile(r"^Traceback \(most recent call last\):?\s*$")
+_TRACEBACK_HEAD = re.compile(r"^(?:[\w ]{1,20}:\s*)?Traceback \(most recent call last\):?\s*$")
 _ERROR_NOISE = re.compile(r"^\s*(?:#|//)|\b(?:0 failed|no errors?|without errors?|0 errors?)\b|没有报错|无错误", re.I)
 
 _COMMAND_TOOL = re.compile(
     r"terminal|shell|bash|exec|command|run|cmd|powershell|console|sh$|Terminal|Shell|Bash|Exec|Run"
 )
+_WRITE_TOOL = re.compile(
+    r"write|edit|patch|create|replace|apply|update|save|delete|remove|move|rename|str_replace", re.I
+)
 _COMMAND_KEYS = ("command", "cmd", "script", "commands", "code", "input", "args")
 _PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target", "dir", "directory", "cwd")
 _PATH_NEEDLES = ('path"', 'file"', '"filename"', '"target"', '"dir', '"cwd"')
+
+# error lines, by how much they say: exception / FAILED lines > other error lines > counters and exit codes
+_EXCEPTION_LINE = re.compile(
+    r"^(?:E\s+)?(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning)\b"
+    r"|(?:FAILED|ERROR|FATAL|panic|fatal|error)(?:\[\w+\])?\b[:\s])"
+)
+_COUNTER_LINE = re.compile(
+    r"\b\d+\s+(?:failed|errors?|passed|failures?|skipped|warnings?)\b|^\W*exit(?:ed)?\s+(?:code|status)|^[=_*-]{3,}",
+    re.I,
+)
+_DIGITS = re.compile(r"\d+(?:[.,:]\d+)*")
+#: bound on the size of one tool output scanned for errors (head and tail beyond it are still read)
+ERROR_SCAN_CHARS = 400_000
+
+# files a shell command writes: "> x.py", "tee -a x.py", "sed -i 's/a/b/' x.py", "perl -pi -e '…' x.py", "touch x.py"
+_SHELL_WRITE = re.compile(
+    r"(?:(?<![<>&0-9-])>>?|\btee\b(?:\s+-a)?|\bsed\s+(?:-[^i\s]*\s+)*-i\S*(?:\s+-e)?\s+(?:'[^']*'|\"[^\"]*\"|\S+)"
+    r"|\bperl\s+-\w*i\w*(?:\s+-e)?\s+(?:'[^']*'|\"[^\"]*\"|\S+)|\b(?:touch|truncate\s+-s\s*\S+|patch|rm(?:\s+-\w+)?))"
+    r"\s*(?P<file>[\w@+~.][\w@+./~-]*)"
+)
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+_FILE_EXTENSIONS = (
+    "py|pyi|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala|sh|bash|zsh|ps1|sql|html|htm"
+    "|css|scss|vue|svelte|yaml|yml|json|jsonl|toml|ini|cfg|conf|env|md|rst|txt|csv|xml|lock|gradle|proto|tf|ipynb"
+)
+# a bare file name (no directory): export_utils.py, settings_local.py
+_BARE_FILE = re.compile(r"(?<![\w@+./~\\-])[\w@+-][\w@+.-]*\.(?:" + _FILE_EXTENSIONS + r")(?![\w/\\-])", re.ASCII)
+_FILE_SHAPE = re.compile(r"^[\w@+~.-]*(?:/[\w@+.-]+)*\.(?:" + _FILE_EXTENSIONS + r")$|/", re.ASCII)
+
+# tool-call argument keys whose values identify what the task is about
+_ID_KEY = re.compile(
+    r"(?:^|_)(?:id|ids|number|no|code|ref|reference|sku|order|reservation|ticket|issue|pr|branch)$", re.I
+)
+_ID_NEEDLE = re.compile(r'(?:id|number|code|ref|order|reservation|ticket|issue|branch)"\s*:', re.I)
 
 _PINNED_LINE = re.compile(r"^- \[(?P<kind>[a-z_]+)\](?: \(#(?P<index>\d+)\))? (?P<text>.+)$")
 
@@ -244,6 +331,84 @@ def find_error_lines(text: str) -> list[str]:
         lines.append(line)
 
 
+def _error_rank(line: str) -> int:
+    if _EXCEPTION_LINE.match(line):
+        return 3
+    if _COUNTER_LINE.search(line):
+        return 1
+    return 2
+
+
+def number_key(text: str) -> str:
+    """``text`` with every number replaced by ``#``: lines that differ only in numbers share a key."""
+    return _DIGITS.sub("#", text)
+
+
+def salient_error_lines(text: str, limit: int = 3) -> list[str]:
+    """The ``limit`` most telling error lines of a (tool) output, in order of appearance.
+
+    The whole text is scanned, up to :data:`ERROR_SCAN_CHARS` (its head and tail beyond that), in
+    linear time. Exception and ``FAILED …`` lines outrank other error lines, which outrank counters
+    (``1 failed, 530 passed in 3.2s``) and exit codes; lines that differ only in numbers count once
+    (the latest); among equals the latest wins.
+    """
+    lines = find_error_lines(windowed(text, ERROR_SCAN_CHARS * 3 // 4, ERROR_SCAN_CHARS // 4))
+    latest: dict[str, tuple[int, str]] = {}
+    for position, line in enumerate(lines):
+        latest[number_key(line)] = (position, line)
+    ranked = sorted(latest.values(), key=lambda pl: (_error_rank(pl[1]), pl[0]))
+    if any(_error_rank(line) > 1 for _, line in ranked):  # "exit code 1" says little next to its cause
+        ranked = [pl for pl in ranked if not _EXIT_ONLY.match(pl[1])]
+    return [line for _, line in sorted(ranked[-limit:])] if limit > 0 else []
+
+
+def shell_written_files(command: str) -> list[str]:
+    """Files a shell command creates or changes (``cat > x.py``, ``sed -i … x.py``, ``tee x.py``, ``touch``),
+    heredoc bodies skipped; bare names included."""
+    found: list[str] = []
+    ending: str | None = None
+    for line in command.splitlines():
+        if ending is not None:
+            if line.strip() == ending:
+                ending = None
+            continue
+        for m in _SHELL_WRITE.finditer(line):
+            name = m.group("file").rstrip(".,;")
+            if _FILE_SHAPE.search(name) and not name.startswith("/dev/") and name not in found:
+                found.append(name)
+        heredoc = _HEREDOC.search(line)
+        if heredoc:
+            ending = heredoc.group(1)
+    return found
+
+
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+
+
+def shell_words(command: str) -> str:
+    """``command`` without heredoc bodies and quoted strings (``sed 's/a/b/'`` expressions are not paths)."""
+    lines: list[str] = []
+    ending: str | None = None
+    for line in command.splitlines():
+        if ending is not None:
+            if line.strip() == ending:
+                ending = None
+            continue
+        heredoc = _HEREDOC.search(line)
+        if heredoc:
+            ending = heredoc.group(1)
+        lines.append(_QUOTED.sub(" ", line) if "'" in line or '"' in line else line)
+    return "\n".join(lines)
+
+
+def find_file_names(text: str) -> list[str]:
+    """Paths (see :func:`find_paths`) and bare file names with a known extension (``export_utils.py``)."""
+    found = find_paths(text)
+    if "." in text:
+        found += [m.group(0) for m in _BARE_FILE.finditer(text)]
+    return found
+
+
 def _clip(text: str, limit: int) -> str:
     text = text[: limit * 2].strip()
     if "\n" in text:
@@ -272,6 +437,18 @@ def _command_of(name: str, args: dict[str, Any] | None, raw: str) -> str | None:
     return None
 
 
+def _ids_of(args: dict[str, Any] | None) -> list[str]:
+    """Short id-like argument values (keys such as ``reservation_id``, ``order``, ``ticket``)."""
+    if args is None:
+        return []
+    return [
+        value
+        for key, value in args.items()
+        if isinstance(key, str) and _ID_KEY.search(key) and isinstance(value, str) and 2 < len(value) <= 64
+        if " " not in value.strip()
+    ]
+
+
 def _paths_of(args: dict[str, Any] | None) -> list[str]:
     if args is None:
         return []
@@ -288,25 +465,70 @@ def _paths_of(args: dict[str, Any] | None) -> list[str]:
 # ---------------------------------------------------------------- extraction
 
 
+#: kinds where texts differing only in numbers are one fact and the latest wins ("1 failed, 30 passed" /
+#: "2 failed, 29 passed", "sed -n '10,70p' x.py" / "sed -n '80,140p' x.py"); not constraints: "do not
+#: touch module_1" and "module_2" are two
+_LATEST_WINS = frozenset({"error", "command"})
+
+
 class _Collector:
-    """Keeps facts deduplicated by (kind, text), remembering the first place each appeared."""
+    """Keeps facts deduplicated by (kind, text), remembering the first place each appeared.
+
+    Errors that differ only in numbers are one fact (the latest wins); a path seen again with a
+    stronger action (edited after read) takes that action's rank and index.
+    """
 
     def __init__(self, limits: FactLimits) -> None:
         self.limits = limits
         self.facts: dict[tuple[str, str], Fact] = {}
 
-    def add(self, kind: str, text: str, index: int | None, role: str) -> None:
+    def add(self, kind: str, text: str, index: int | None, role: str, rank: int = 0) -> None:
         text = _clip(text, self.limits.max_chars)
         if len(text) < 2:
             return
         if "sk-" in text or "=" in text or ":" in text or "Bearer" in text or "-----" in text:
             text = mask_secrets(text)
-        key = (kind, text)
-        if key not in self.facts:
-            self.facts[key] = Fact(kind=kind, text=text, source_index=index, role=role)
+        latest_wins = kind in _LATEST_WINS
+        key = (kind, number_key(text) if latest_wins else text)
+        old = self.facts.get(key)
+        if old is None or (latest_wins and old.role != "summary"):
+            self.facts[key] = Fact(kind=kind, text=text, source_index=index, role=role, rank=rank)
+        elif rank > old.rank:
+            self.facts[key] = Fact(kind=kind, text=old.text, source_index=index, role=old.role, rank=rank)
+
+
+#: a user message with more lines than this may hold pasted output (logs, lint, a diff, code): its
+#: body is scanned for errors like a tool's output, and its machine-looking lines are no statements
+PASTED_LINES = 30
+# indented code, diff lines, file:line (lint, grep), log timestamps, pytest "E   ", prompts, rulers,
+# exception lines, single tokens: output, not what the person asked for
+_MACHINE_LINE = re.compile(
+    r"^(?:\s|[+-](?! \S)|@@|[\w./\\-]+:\d+|\d{4}-\d\d-\d\d[T ]\d|E\s{2,}|>>>|\$ |[=_*~#-]{3,}"
+    r"|Traceback|[\w.]*(?:Error|Exception|Warning)\b)|^\S*$"
+)
+
+
+def is_pasted(text: str) -> bool:
+    """Whether a user message is mostly pasted output (more than :data:`PASTED_LINES` lines)."""
+    return text.count("\n", 0, 200_000) > PASTED_LINES
+
+
+def user_statement_text(text: str) -> str:
+    """The part of a user message its statements (constraints, approvals) are read from: all of it
+    within 16 KB + 8 KB, but in a long message only its prose lines (a person's words, not the lint
+    output, diff or log pasted with them). Shared with the drift checks."""
+    text = windowed(text, 16_000, 8_000)
+    if not is_pasted(text):
+        return text
+    return "\n".join(line for line in text.splitlines() if not _MACHINE_LINE.match(line))
 
 
 def _scan_user(text: str, index: int, out: _Collector) -> None:
+    pasted = is_pasted(text)
+    if pasted:
+        for line in salient_error_lines(text, 3):
+            out.add("error", line, index, "user")
+    text = user_statement_text(text)
     for sentence in split_sentences(text):
         if is_prohibition(sentence):
             out.add("constraint", sentence, index, "user")
@@ -314,10 +536,10 @@ def _scan_user(text: str, index: int, out: _Collector) -> None:
             out.add("approval", sentence, index, "user")
         elif is_decision(sentence):
             out.add("decision", sentence, index, "user")
-    for line in find_error_lines(text):
+    for line in () if pasted else find_error_lines(text):
         out.add("error", line, index, "user")
-    for path in find_paths(text):
-        out.add("path", path, index, "user")
+    for path in find_file_names(text):
+        out.add("path", path, index, "user", PATH_RANKS["user"])
     for ident in find_identifiers(text):
         out.add("identifier", ident, index, "user")
 
@@ -328,7 +550,7 @@ def _scan_assistant(message: dict[str, Any], text: str, index: int, out: _Collec
             if is_decision(sentence):
                 out.add("decision", sentence, index, "assistant")
         for path in find_paths(text):
-            out.add("path", path, index, "assistant")
+            out.add("path", path, index, "assistant", PATH_RANKS["mentioned"])
         for ident in find_identifiers(text):
             out.add("identifier", ident, index, "assistant")
     for call in message.get("tool_calls") or ():
@@ -337,36 +559,40 @@ def _scan_assistant(message: dict[str, Any], text: str, index: int, out: _Collec
         name = call_name(call)
         is_command = bool(_COMMAND_TOOL.search(name))
         raw = call_arguments(call)
-        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES):
+        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES) and not _ID_NEEDLE.search(raw):
             continue  # nothing to pin: skip parsing the arguments
         args, raw = _arguments(call)
+        for value in _ids_of(args):  # reservation_id, order_id, ticket ...: what the task is about
+            out.add("identifier", value, index, "assistant", 1)
         command = _command_of(name, args, raw) if is_command else None
         if command:
             out.add("command", command, index, "assistant")
-            for path in find_paths(command[:2_000]):
-                out.add("path", path, index, "assistant")
+            head = command[:4_000]
+            for path in shell_written_files(head):
+                out.add("path", path, index, "assistant", PATH_RANKS["edited"])
+            for path in find_file_names(shell_words(head)):
+                out.add("path", path, index, "assistant", PATH_RANKS["used"])
+        action = "edited" if _WRITE_TOOL.search(name) else "read"
         for path in _paths_of(args):
-            out.add("path", path, index, "assistant")
+            out.add("path", path, index, "assistant", PATH_RANKS[action])
 
 
 def _scan_tool(text: str, index: int, out: _Collector) -> None:
-    errors = find_error_lines(text)
-    if len(errors) > 1:  # "exit code 1" says little next to the error that caused it
-        errors = [e for e in errors if not _EXIT_ONLY.match(e)] or errors[-1:]
-    # the last error lines are the informative ones (a traceback ends with the exception)
-    for line in errors[-3:]:
+    errors = salient_error_lines(text, 3)
+    for line in errors:
         out.add("error", line, index, "tool")
     # paths: the opening of the output (search results, listings) and the error lines
     head = text[:300]
     for path in find_paths(head)[:3] if "/" in head else ():
-        out.add("path", path, index, "tool")
-    for line in errors[-3:]:
+        out.add("path", path, index, "tool", PATH_RANKS["listed"])
+    for line in errors:
         for path in find_paths(line)[:2]:
-            out.add("path", path, index, "tool")
+            out.add("path", path, index, "tool", PATH_RANKS["mentioned"])
 
 
 def pinned_facts_of(body: str) -> list[Fact]:
-    """Facts listed in the ``## Pinned facts`` section of a summary body (carried over: ``source_index=None``)."""
+    """Facts listed in the ``## Pinned facts`` section of a summary body, with the ``(#N)`` written there
+    (a history index, so it stays valid across compressions), ``role="summary"``."""
     start = body.find(PINNED_HEADING)
     if start < 0:
         return []
@@ -376,7 +602,11 @@ def pinned_facts_of(body: str) -> list[Fact]:
             break
         m = _PINNED_LINE.match(line.strip())
         if m and m.group("kind") in FACT_KINDS:
-            facts.append(Fact(kind=m.group("kind"), text=m.group("text").strip(), source_index=None, role="summary"))
+            index = int(m.group("index")) if m.group("index") else None
+            rank = PATH_RANKS["summary"] if m.group("kind") == "path" else 0
+            facts.append(
+                Fact(kind=m.group("kind"), text=m.group("text").strip(), source_index=index, role="summary", rank=rank)
+            )
     return facts
 
 
@@ -394,27 +624,89 @@ def find_previous_summary(messages: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
+def history_indexes(messages: Sequence[Any], start: int = 0) -> list[int | None]:
+    """The history index of each message: its position in the session's full history as if it had
+    never been compressed. This is the one numbering of every ``#N`` in a summary and every fact's
+    ``source_index``.
+
+    Messages count up from ``start``; an earlier summary message stands for the range its header
+    names (``history=A-B``, or, for summaries written before that field, its ``Archived messages A-B``
+    line), so the next message continues after it; the summary itself and the texts the compressor
+    inserts around it (bridge, acknowledgement) get ``None``.
+    """
+    out: list[int | None] = []
+    next_index = start
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and content.startswith(SUMMARY_MARKER):
+            span = summary_history_range(message)
+            if span is not None:
+                next_index = max(next_index, span[1] + 1)
+            out.append(None)
+        elif isinstance(content, str) and content in COMPRESSOR_TEXTS:
+            out.append(None)
+        else:
+            out.append(next_index)
+            next_index += 1
+    return out
+
+
+def history_position(messages: Sequence[Any], history_index: int, start: int = 0) -> int | None:
+    """Where history index ``history_index`` is in ``messages`` (an archive, a run's input): the
+    position of that message, or of the earlier summary standing for it; ``None`` when outside.
+    ``start`` is the history index of ``messages[0]``'s numbering, as for :func:`history_indexes`
+    (for an archive, its ``start``). What a console needs to link a ``#N``."""
+    for position, (index, message) in enumerate(zip(history_indexes(messages, start), messages, strict=True)):
+        if index == history_index:
+            return position
+        span = summary_history_range(message) if index is None and isinstance(message, dict) else None
+        if span is not None and span[0] <= history_index <= span[1]:
+            return position
+    return None
+
+
+def segment_history_range(indexes: Sequence[int | None], messages: Sequence[Any]) -> tuple[int, int] | None:
+    """First and last history index (inclusive) that a segment stands for, earlier summaries included."""
+    low: int | None = None
+    high: int | None = None
+    for index, message in zip(indexes, messages, strict=False):
+        span = summary_history_range(message) if isinstance(message, dict) and index is None else None
+        for value in span or ((index, index) if index is not None else ()):
+            low = value if low is None else min(low, value)
+            high = value if high is None else max(high, value)
+    return None if low is None or high is None else (low, high)
+
+
 def extract_facts(
-    messages: Sequence[dict[str, Any]], start_index: int = 0, limits: FactLimits = DEFAULT_LIMITS
+    messages: Sequence[dict[str, Any]],
+    start_index: int = 0,
+    limits: FactLimits = DEFAULT_LIMITS,
+    *,
+    indexes: Sequence[int | None] | None = None,
 ) -> list[Fact]:
     """Pinned facts of ``messages`` (a segment starting at absolute index ``start_index``).
 
+    ``indexes``, when given, is the history index of each message (see :func:`history_indexes`)
+    and becomes each fact's ``source_index``; otherwise message ``i`` is ``start_index + i``.
+
     Constraints and approvals come from user messages only, as whole verbatim
     sentences. Errors, paths, decisions, commands and identifiers come from
-    every role, each capped by ``limits`` (the most recent win). Facts pinned
-    in an earlier summary message are carried over with ``source_index=None``.
-    The result is deduplicated by (kind, text) and ordered by kind priority,
-    then by source index.
+    every role, each capped by ``limits`` (the most recent win; paths by rank
+    first). Facts pinned in an earlier summary message are carried over with
+    the index written there. The result is deduplicated by (kind, text) and
+    ordered by kind priority, then by source index.
     """
     out = _Collector(limits)
     carried = _Collector(limits)
     for position, message in enumerate(messages):
         if not isinstance(message, dict):
             continue
-        index = start_index + position
+        index = indexes[position] if indexes is not None and position < len(indexes) else start_index + position
         if is_summary_message(message):
             for fact in pinned_facts_of(summary_body(message) or ""):
-                carried.add(fact.kind, fact.text, None, fact.role)
+                carried.add(fact.kind, fact.text, fact.source_index, fact.role, fact.rank)
+            continue
+        if index is None:
             continue
         role = message.get("role")
         head, tail = _WINDOWS.get(role if isinstance(role, str) else "", (4_000, 2_000))
@@ -443,8 +735,13 @@ def select_facts(facts: Iterable[Fact], limits: FactLimits = DEFAULT_LIMITS) -> 
     selected: list[Fact] = []
     for kind in list(by_kind):
         cap = limits.cap(kind)
-        # what a user said (or an earlier summary pinned) outranks what tools printed; then the most recent
-        ranked = sorted(by_kind[kind].values(), key=lambda f: (f.role in ("user", "summary"), _order_key(f)))
+        # rank first (paths: edited > named by the user > read > listed); then what a user said (or an
+        # earlier summary pinned) outranks what tools printed; then the most recent
+        # (errors: the latest state matters most, whoever printed it)
+        ranked = sorted(
+            by_kind[kind].values(),
+            key=lambda f: (f.rank, kind != "error" and f.role in ("user", "summary"), _order_key(f)),
+        )
         kept = ranked[-cap:] if cap > 0 else []
         selected.extend(sorted(kept, key=_order_key))
     return selected

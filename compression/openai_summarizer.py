@@ -167,15 +167,15 @@ class OpenAISummarizer:
         fixed = _PROMPT_OVERHEAD + count_text_tokens(request.previous_summary or "")
         fixed += sum(count_text_tokens(f.text) + 8 for f in request.facts)
         budget = max(200, request.input_tokens - fixed)
-        segment = serialize_segment(request.messages, request.start_index, budget)
+        segment = serialize_segment(request.messages, request.start_index, budget, indexes=request.history_indexes)
         messages = build_prompt(
             segment,
             facts=request.facts,
             focus_topic=request.focus_topic,
             previous_summary=request.previous_summary,
             max_tokens=request.max_tokens,
-            first_index=request.start_index,
-            last_index=request.start_index + max(0, len(request.messages) - 1),
+            first_index=_first(request),
+            last_index=_last(request),
         )
         input_tokens = sum(count_text_tokens(m["content"]) for m in messages)
         return messages, input_tokens
@@ -307,3 +307,14 @@ def _retry_after(exc: Any) -> float | None:
             except ValueError:
                 continue
     return None
+
+
+def _first(request: SummaryRequest) -> int:
+    """The segment's first history index (the ``#N`` numbering the model is asked to use)."""
+    known = [i for i in (request.index_of(p) for p in range(len(request.messages))) if i is not None]
+    return min(known, default=request.start_index)
+
+
+def _last(request: SummaryRequest) -> int:
+    known = [i for i in (request.index_of(p) for p in range(len(request.messages))) if i is not None]
+    return max(known, default=request.start_index + max(0, len(request.messages) - 1))

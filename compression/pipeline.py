@@ -322,12 +322,20 @@ class Compressor:
         start_index: int,
         focus_topic: str | None,
         lossy: Sequence[tuple[int, dict[str, Any]]] = (),
+        indexes: list[int | None] | None = None,
+        free_tokens: int | None = None,
+        middle_tokens: int | None = None,
     ) -> tuple[SummaryRequest, list[Fact], list[CompressionWarning]]:
-        """Build the summary request. ``lossy``: (index, original) of kept messages that pruning shortened,
-        whose facts would otherwise be in neither the summary nor the output."""
+        """Build the summary request. ``lossy``: (history index, original) of kept messages that pruning
+        shortened, whose facts would otherwise be in neither the summary nor the output. ``indexes``: the
+        segment's history indexes (default: counted from ``start_index``, earlier summaries expanded)."""
+        from .facts import history_indexes
+
         warnings: list[CompressionWarning] = []
         facts: list[Fact] = []
         previous: str | None = None
+        if indexes is None:
+            indexes = history_indexes(segment, start_index)
         from .secrets import mask_message, mask_messages, mask_secrets
 
         # masked once, here: facts, the serialized prompt and any summarizer see no raw secret
@@ -340,7 +348,7 @@ class Compressor:
         try:
             from .facts import extract_facts, find_previous_summary, select_facts
 
-            facts = extract_facts(segment, start_index=start_index)
+            facts = extract_facts(segment, start_index=start_index, indexes=indexes)
             if lossy:
                 for index, original in lossy:
                     facts.extend(extract_facts([original], start_index=index))
@@ -354,10 +362,25 @@ class Compressor:
             facts=facts,
             focus_topic=focus_topic,
             previous_summary=previous,
-            max_tokens=self.config.effective_summary_max_tokens,
+            max_tokens=self._budget(segment, facts, free_tokens, middle_tokens),
             input_tokens=self.config.effective_summary_input_tokens,
+            history_indexes=indexes,
         )
         return request, facts, warnings
+
+    def _budget(
+        self, segment: list[dict[str, Any]], facts: list[Fact], free_tokens: int | None, middle_tokens: int | None
+    ) -> int:
+        """The summary budget: it follows the middle's size and the room under the trigger (see
+        :meth:`CompressionConfig.summary_budget`); the pinned facts get their own share."""
+        if self.config.summary_max_tokens is not None:
+            return self.config.summary_max_tokens
+        from .facts import render_pinned_facts
+
+        pinned = self.counter.text(render_pinned_facts(facts)) if facts else 0
+        if middle_tokens is None:
+            middle_tokens = self.counter.count(segment)
+        return self.config.summary_budget(middle_tokens, free_tokens, pinned)
 
     def _prepare(
         self,
@@ -413,10 +436,31 @@ class Compressor:
             on_archive(archive)  # the caller stores it before any model sees the segment
 
         counts = stages.start("summarize")
+        from .facts import history_indexes
+
+        numbering = history_indexes(messages)  # the one numbering of every #N and source index
+        # kept messages shortened (a head one too big, old tail output): their facts come from the originals
         shortened = [*head_items, *(p for p in pruned.items if p.index >= bounds.tail_start)]
-        lossy = [(p.index, messages[p.index]) for p in shortened]
-        request, facts, warnings = self._request(archive.messages, archive.start, focus_topic, lossy)
-        counts.update(facts=len(facts), previous_summary=request.previous_summary is not None)
+        lossy = [(numbering[p.index] or p.index, messages[p.index]) for p in shortened]
+        # room under the trigger left by what stays verbatim (head, pruned tail, a lifted request) and the
+        # inserted messages
+        kept = sum(token_counts[: bounds.head_end]) - sum(p.tokens_before - p.tokens_after for p in head_items)
+        kept += sum(pruned.token_counts[bounds.tail_start :])
+        if bounds.lifted is not None:
+            kept += token_counts[bounds.lifted]
+        free = self.config.trigger_tokens - kept - 160
+        request, facts, warnings = self._request(
+            archive.messages,
+            archive.start,
+            focus_topic,
+            lossy,
+            numbering[archive.start : archive.end],
+            free,
+            sum(token_counts[bounds.head_end : bounds.tail_start]),
+        )
+        counts.update(
+            facts=len(facts), previous_summary=request.previous_summary is not None, budget_tokens=request.max_tokens
+        )
         return _Plan(
             messages=messages,
             stages=stages,
@@ -444,14 +488,12 @@ class Compressor:
         summary_id = f"sum_{uuid.uuid4().hex[:16]}"
         if outcome.ok:
             body = outcome.text or ""
-            limit = self.config.effective_summary_max_tokens
+            limit = plan.request.max_tokens
             size = self.counter.text(body)
             if size > limit * 1.25:
                 warnings.append(CompressionWarning("summary_over_budget", f"summary has {size} tokens, budget {limit}"))
         else:
-            body = render_failure_body(
-                len(archive), plan.facts, outcome.error, max_chars=self.config.effective_summary_max_tokens * 3
-            )
+            body = render_failure_body(len(archive), plan.facts, outcome.error, max_chars=plan.request.max_tokens * 3)
             warnings.append(
                 CompressionWarning(
                     "summary_failed",
@@ -459,6 +501,8 @@ class Compressor:
                     f"{len(archive)} messages archived without a summary",
                 )
             )
+        from .facts import segment_history_range
+
         header = SummaryHeader(
             summary_id=summary_id,
             generator=outcome.generator if outcome.ok else "none",
@@ -466,6 +510,7 @@ class Compressor:
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             archived_range=(archive.start, archive.end),
             archive_sha256=archive.sha256,
+            history_range=segment_history_range(plan.request.history_indexes or [], archive.messages),
         )
         head = plan.head  # original messages, but for one too big to keep (stage 2)
         tail = plan.pruned.messages[bounds.tail_start :]

@@ -10,7 +10,7 @@ from .secrets import mask_secrets
 from .summary_body import SECTION_HEADINGS
 from .types import Fact
 
-PROMPT_VERSION = "2026-11-30.1"
+PROMPT_VERSION = "2026-12-01.1"
 
 SYSTEM_TEMPLATE = """\
 You are the context compressor of a long-running tool-using agent. You write a structured summary of
@@ -37,6 +37,9 @@ Rules:
   new. Do not start over and do not repeat it twice.
 - Keep uncertainty: "suspected", "maybe", "可能", "疑似" stay hedged unless later confirmed.
 - Copy identifiers exactly; do not invent any.
+- Cite messages as (#N) with the #N labels of the segment; keep the (#N) of lines you carry over from
+  the previous summary exactly as they are (one numbering across summaries).
+- Keep every user request and instruction; drop tool details before them.
 - Answer in the language of the conversation (keep the English headings).
 - Do not write a "## Pinned facts" section; the compressor appends it.
 - Be concise: at most {max_tokens} tokens.

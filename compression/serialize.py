@@ -1,6 +1,8 @@
 """Compact text form of a segment, for a model summarizer's input.
 
-User turns are numbered, tool calls appear by name with short arguments,
+Every entry is labelled ``#N`` with its history index (the one numbering of summaries and facts,
+see :func:`compression.facts.history_indexes`); an earlier summary is labelled with the range it
+stands for. User turns are numbered, tool calls appear by name with short arguments,
 tool results are abbreviated, long content becomes head + tail with an
 ``[... N chars omitted ...]`` marker. The text is trimmed to a token budget
 by shortening, then dropping, the least important entries first (old tool
@@ -16,7 +18,7 @@ from typing import Any
 
 from .messages import call_arguments, call_name, content_text
 from .secrets import mask_secrets
-from .summary_message import is_summary_message, parse_summary_message
+from .summary_message import is_summary_message, parse_summary_message, summary_history_range
 from .tokens import count_text_tokens, estimate_text_tokens
 
 # per-role character limits at each tightening level
@@ -73,12 +75,14 @@ class _Entry:
     turn: int | None = None
     tool_name: str = ""
 
-    def render(self, index: int, level: dict[str, int]) -> str:
+    def render(self, index: int | None, level: dict[str, int]) -> str:
         m = self.message
         if self.kind == "summary":
             parsed = parse_summary_message(m)
             body = parsed[1] if parsed else content_text(m)
-            return f"#{index} EARLIER SUMMARY:\n{head_tail(body, level['user'] * 2)}"
+            span = summary_history_range(m)
+            label = f"#{span[0]}-#{span[1]} " if span else (f"#{index} " if index is not None else "")
+            return f"{label}EARLIER SUMMARY:\n{head_tail(body, level['user'] * 2)}"
         if self.kind == "user":
             return f"#{index} USER (turn {self.turn}): {head_tail(content_text(m), level['user'])}"
         if self.kind == "system":
@@ -161,21 +165,29 @@ def _without(rendered: list[str], dropped: set[int]) -> str:
     return "\n".join(kept)
 
 
+def _index(indexes: Sequence[int | None] | None, start: int, position: int) -> int | None:
+    if indexes is not None and position < len(indexes):
+        return indexes[position]
+    return start + position
+
+
 def serialize_segment(
     messages: Sequence[dict[str, Any]],
     start_index: int = 0,
     budget_tokens: int = 12_000,
     *,
     mask: bool = True,
+    indexes: Sequence[int | None] | None = None,
 ) -> str:
-    """Compact, masked text of ``messages`` (absolute indexes from ``start_index``) within ``budget_tokens``."""
+    """Compact, masked text of ``messages`` within ``budget_tokens``, each entry labelled ``#N``: its
+    history index from ``indexes`` when given, else ``start_index`` + its position."""
     entries = _entries(messages)
     if not entries:
         return ""
     budget = max(50, budget_tokens)
     rendered: list[str] = []
     for level in _LEVELS:
-        rendered = [e.render(start_index + e.position, level) for e in entries]
+        rendered = [e.render(_index(indexes, start_index, e.position), level) for e in entries]
         # a cheap estimate first; the real count only when the estimate says it may fit
         if sum(estimate_text_tokens(r) for r in rendered) <= budget * 1.3:
             text = "\n".join(rendered)

@@ -13,7 +13,12 @@ Both summarizers produce the same shape::
 
 :func:`finalize_summary` strips whatever a model wrote under ``## Pinned
 facts``, appends the code's own section, and caps the whole body at a token
-budget, giving pinned facts priority, so repeated compressions do not grow it.
+budget, so repeated compressions do not grow it. Pinned facts have their own
+share (:data:`PINNED_SHARE`, more when the prose is short); the prose is cut
+by dropping whole items (a bullet with its continuation lines) by priority:
+tool results first, user turns and constraints last, the oldest (lowest
+``#N``) first within a priority. A line or a heading is never cut in half; a
+section whose items are all dropped loses its heading.
 """
 
 from __future__ import annotations
@@ -40,7 +45,23 @@ _HEADING = re.compile(r"^#{1,3}\s+(.+?)\s*$", re.M)
 _CANONICAL = {h[3:].lower(): h for h in ALL_HEADINGS}
 
 #: share of the cap the pinned facts may take (the prose keeps at least the rest) before facts are dropped
-PINNED_SHARE = 0.85
+PINNED_SHARE = 0.5
+
+#: what the prose trim drops first (lowest), by section; lines of unknown sections get 2
+SECTION_PRIORITY = {
+    "## Key tool results": 0,
+    "## Files and identifiers": 1,
+    "## Decisions": 2,
+    "": 2,
+    FOCUS: 3,
+    "## Errors": 3,
+    "## Progress and next steps": 3,
+    "## Constraints and preferences": 4,
+}
+#: line prefixes that outrank their section: user turns are the ground truth of intent
+_USER_LINE = re.compile(r"^\s*[-*]\s*(?:\*\*)?User\b|^\s*[-*]\s*(?:\*\*)?用户")
+_NEXT_LINE = re.compile(r"^\s*[-*]\s*(?:\*\*)?Next\b")
+_INDEX = re.compile(r"#(\d+)")
 
 
 def parse_sections(body: str) -> dict[str, list[str]]:
@@ -79,8 +100,10 @@ def render_sections(sections: dict[str, list[str]]) -> str:
 
 #: kinds dropped whole, lowest first, before the balanced trimming of the middle kinds
 _DROP_FIRST = ("identifier", "command")
-#: kinds trimmed together: the one with most lines loses its oldest line first
+#: kinds trimmed together: the one with most (weighted) lines loses its weakest, oldest line first;
+#: an assistant's "let's …" weighs more than an edited file or an error, so it goes sooner
 _BALANCED = ("decision", "path", "error")
+_WEIGHT = {"decision": 1.5, "path": 0.8, "error": 1.0}
 
 
 def _fit_pinned(facts: Sequence[Fact], budget: int) -> list[str]:
@@ -102,12 +125,12 @@ def _fit_pinned(facts: Sequence[Fact], budget: int) -> list[str]:
                 drop(i)
     while total > budget:
         alive = {k: [i for i, f in enumerate(facts) if keep[i] and f.kind == k] for k in _BALANCED}
-        kind = max(_BALANCED, key=lambda k: len(alive[k]))
+        kind = max(_BALANCED, key=lambda k: len(alive[k]) * _WEIGHT[k])
         if not alive[kind]:
             break
-        # what tools printed goes before what users said; within each, the oldest first
-        victims = [i for i in alive[kind] if facts[i].role not in ("user", "summary")] or alive[kind]
-        drop(victims[0])
+        # the weakest first (paths: listed before read before edited), what tools printed before what
+        # users said; within each, the oldest first
+        drop(min(alive[kind], key=lambda i: (facts[i].rank, facts[i].role in ("user", "summary"), i)))
     for kind in ("approval", "constraint"):  # only when they alone exceed the cap
         for i, fact in enumerate(facts):
             if total > budget and keep[i] and fact.kind == kind:
@@ -115,28 +138,62 @@ def _fit_pinned(facts: Sequence[Fact], budget: int) -> list[str]:
     return [line for line, k in zip(lines, keep, strict=True) if k]
 
 
+def _items(lines: list[str]) -> list[list[str]]:
+    """Lines grouped into items: a bullet (or a plain line) with the indented lines that continue it."""
+    items: list[list[str]] = []
+    for line in lines:
+        if items and line[:1].isspace() and line.strip():
+            items[-1].append(line)
+        else:
+            items.append([line])
+    return items
+
+
+def _priority(heading: str, item: list[str]) -> int:
+    first = item[0]
+    if _USER_LINE.match(first):
+        return 5
+    base = SECTION_PRIORITY.get(heading, 2)
+    return min(base, 2) if _NEXT_LINE.match(first) else base
+
+
 def _trim_prose(sections: dict[str, list[str]], budget: int) -> dict[str, list[str]]:
-    costs = {h: [count_text_tokens(line) + 1 for line in lines] for h, lines in sections.items()}
-    total = sum(sum(c) for c in costs.values()) + 4 * len(sections)
+    """Drop whole items, lowest priority first and the oldest first within a priority, until it fits."""
+    grouped = {h: _items(lines) for h, lines in sections.items()}
+    candidates = []  # (priority, age, heading, item number, cost)
+    total = 0
+    for heading, items in grouped.items():
+        total += 4 if heading else 0
+        for n, item in enumerate(items):
+            cost = sum(count_text_tokens(line) + 1 for line in item)
+            total += cost
+            found = _INDEX.search(item[0])
+            age = int(found.group(1)) if found else -1  # no #N: treat as old (carried or unnumbered)
+            candidates.append((_priority(heading, item), age, n, heading, cost))
     if total <= budget:
         return sections
-    trimmed = {h: list(lines) for h, lines in sections.items()}
-    while total > budget:
-        # take the oldest line (the first) of the biggest section
-        heading = max(trimmed, key=lambda h: sum(costs[h]) if trimmed[h] else -1)
-        if not trimmed[heading]:
+    dropped: set[tuple[str, int]] = set()
+    left = {h: len(items) for h, items in grouped.items()}
+    for _, _, n, heading, cost in sorted(candidates, key=lambda c: (c[0], c[1], c[2])):
+        if total <= budget:
             break
-        trimmed[heading].pop(0)
-        total -= costs[heading].pop(0)
-    return trimmed
+        dropped.add((heading, n))
+        total -= cost
+        left[heading] -= 1
+        if left[heading] == 0 and heading:
+            total -= 4  # the heading goes with its last item
+    return {
+        h: [line for n, item in enumerate(items) if (h, n) not in dropped for line in item]
+        for h, items in grouped.items()
+    }
 
 
 def finalize_summary(prose: str, facts: Sequence[Fact], max_tokens: int) -> str:
     """The final body: ``prose`` sections (model or extractive) + the code's ``## Pinned facts``, capped.
 
     Pinned facts get up to :data:`PINNED_SHARE` of ``max_tokens`` (more if the
-    prose is short); the prose is trimmed oldest-line-first in its biggest
-    sections to fit what is left.
+    prose is short); the prose is trimmed by whole items, by priority, to fit
+    what is left (see the module docstring).
     """
     sections = parse_sections(prose)
     sections.pop(PINNED_HEADING, None)

@@ -4,10 +4,20 @@ The format is part of the contract between stage 4 (which writes the body)
 and stage 5 (which wraps it): a header line starting with SUMMARY_MARKER, a
 fixed notice that the content is reference material and not instructions,
 the archived range, a blank line, then the body.
+
+Numbering: the header line's ``history=A-B`` names the *history indexes* the summary stands for
+(positions in the session's full history as if nothing had ever been compressed, inclusive), and
+every ``#N`` in the body and every pinned fact's ``(#N)`` uses that same numbering, also for lines
+carried from an earlier summary. ``Archived messages S-E`` names the range in the input of the
+compression that wrote it (the archive's own ``start``/``end``); for a first compression both agree.
+A reader maps ``#N`` to an archived original as offset ``N - A`` into the archive when the archive
+holds no earlier summary; in general with :func:`compression.facts.history_position` (the archive's
+messages, ``N``, the archive's ``start``), which also finds the earlier summary standing for ``N``.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +44,8 @@ class SummaryHeader:
     created: str
     archived_range: tuple[int, int] | None
     archive_sha256: str | None
+    #: history indexes the summary stands for, first and last inclusive (see the module docstring)
+    history_range: tuple[int, int] | None = None
 
 
 def render_summary_message(body: str, header: SummaryHeader) -> dict[str, Any]:
@@ -44,6 +56,8 @@ def render_summary_message(body: str, header: SummaryHeader) -> dict[str, Any]:
         f"model={header.model or '-'}",
         f"created={header.created}",
     ]
+    if header.history_range is not None:
+        fields.append(f"history={header.history_range[0]}-{header.history_range[1]}")
     lines = [f"{SUMMARY_MARKER} " + " ".join(fields), NOTICE]
     if header.archived_range is not None:
         start, end = header.archived_range
@@ -66,3 +80,25 @@ def parse_summary_message(message: dict[str, Any]) -> tuple[dict[str, str], str]
     first = head.splitlines()[0][len(SUMMARY_MARKER) :].strip()
     fields = dict(part.split("=", 1) for part in first.split() if "=" in part)
     return fields, body
+
+
+_ARCHIVED_LINE = re.compile(r"^Archived messages (\d+)-(\d+)\b", re.M)
+
+
+def summary_history_range(message: dict[str, Any]) -> tuple[int, int] | None:
+    """History indexes (first, last, inclusive) a summary message stands for, else ``None``.
+
+    Read from its ``history=A-B`` header field; a summary written before that field gives its
+    ``Archived messages A-B`` line (right for a first compression, the usual case).
+    """
+    parsed = parse_summary_message(message)
+    if parsed is None:
+        return None
+    fields, _ = parsed
+    value = fields.get("history", "")
+    first, sep, last = value.partition("-")
+    if sep and first.isdigit() and last.isdigit():
+        return int(first), int(last)
+    head = message["content"].partition("\n\n")[0]
+    m = _ARCHIVED_LINE.search(head)
+    return (int(m.group(1)), int(m.group(2))) if m else None

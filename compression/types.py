@@ -21,14 +21,19 @@ class Fact:
     """A fact extracted by code and carried verbatim into every summary.
 
     kind: constraint | approval | path | identifier | error | command | decision
-    source_index: index of the message in the history given to ``compress``;
-    ``None`` for a fact carried over from an earlier summary.
+    source_index: the message's *history index*: its position in the session's full history as if it
+    had never been compressed (for a first compression, the index in the history given to
+    ``compress``; see :func:`compression.facts.history_indexes`). Facts carried from an earlier
+    summary keep the index written there; ``None`` only when none is known.
+    rank: how strongly the fact was established, used to choose what a cap keeps (for paths,
+    :data:`compression.facts.PATH_RANKS`: edited > named by the user > read > listed); not serialized.
     """
 
     kind: str
     text: str
     source_index: int | None
     role: str = "user"
+    rank: int = field(default=0, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "text": self.text, "source_index": self.source_index, "role": self.role}
@@ -50,6 +55,15 @@ class SummaryRequest:
     max_tokens: int = 2_000
     #: cap on what may be sent to a model, in tokens
     input_tokens: int = 12_000
+    #: history index of each of ``messages`` (``None`` for messages the compressor inserted); when
+    #: ``None``, message ``i`` is ``start_index + i``. Every ``#N`` a summarizer writes uses these.
+    history_indexes: list[int | None] | None = None
+
+    def index_of(self, position: int) -> int | None:
+        """The history index (the ``#N`` to write) of ``messages[position]``."""
+        if self.history_indexes is not None and 0 <= position < len(self.history_indexes):
+            return self.history_indexes[position]
+        return self.start_index + position
 
 
 @dataclass

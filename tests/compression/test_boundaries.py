@@ -89,7 +89,7 @@ def test_it_ignores_a_tool_result_with_an_unhashable_call_id() -> None:
 
 
 def test_a_giant_tool_result_in_the_head_joins_the_middle() -> None:
-    history = [system(), user("fix it"), calls(call("a")), result("a", "x" * 8_000), *flat(20)[1:]]
+    history = [system(), user("fix it"), calls(call("a")), result("a", "word " * 3_000), *flat(20)[1:]]
     cfg = CompressionConfig(context_window_tokens=4_000, protect_head_messages=4)
     b = resolve_boundaries(history, cfg)
     assert b.head_end == 2  # the system prompt and the first request stay; the call and its result move

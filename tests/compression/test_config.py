@@ -10,7 +10,7 @@ def test_it_derives_budgets_from_the_window() -> None:
     assert config.trigger_tokens == 11_200
     assert config.effective_tail_tokens == 4_000
     assert config.effective_prune_protect_tokens == 4_800
-    assert config.effective_summary_max_tokens == 800
+    assert config.effective_summary_max_tokens == 3_200  # the ceiling: 20% of the window
     assert config.effective_summary_input_tokens == 4_000
 
 

@@ -145,7 +145,7 @@ class TestCarriedFacts:
         earlier = self.summary_message([Fact("constraint", "先不要修改部署脚本", 12)])
         facts = extract_facts([earlier, user("继续检查日志。"), user("先不要修改部署脚本")], start_index=3)
         constraints = [(f.text, f.source_index) for f in facts if f.kind == "constraint"]
-        assert constraints == [("先不要修改部署脚本", None)]
+        assert constraints == [("先不要修改部署脚本", 12)]  # the history index written there is kept
 
     def test_it_does_not_extract_facts_from_the_summary_prose(self) -> None:
         earlier = self.summary_message([])
