@@ -15,6 +15,7 @@ from typing import Any
 
 import markdown as markdown_lib
 import nh3
+from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
 
 from compression.assemble import is_inserted_message
@@ -40,7 +41,7 @@ def may_reveal(user: Any) -> bool:
 
 def shown(text: str, reveal: bool = False) -> str:
     """``text`` as the viewer may see it: secrets masked unless revealed."""
-    return text if reveal else mask_secrets(text)
+    return text if reveal else mask_secrets(text, key=settings.SECRET_MASK_KEY)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:

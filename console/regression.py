@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 
 from compression import CompressionConfig, Compressor, check_drift
@@ -40,7 +41,7 @@ FAILED = "failed"
 def mask_strings(value: Any) -> Any:
     """``value`` with secrets masked in every string it holds (keys included)."""
     if isinstance(value, str):
-        return mask_secrets(value)
+        return mask_secrets(value, key=settings.SECRET_MASK_KEY)
     if isinstance(value, dict):
         return {mask_strings(k): mask_strings(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -219,5 +220,6 @@ def replay_cases(
 ) -> list[ReplayResult]:
     """Replay every record with the summarizer configured like a re-summarize (defaults from settings) and the
     pipeline's default config. An unknown summarizer or prompt version raises ``InvalidSession`` first."""
-    compressor = Compressor(CompressionConfig(), build_summarizer(summarizer_name, model, prompt_version))
+    config = CompressionConfig(secret_mask_key=settings.SECRET_MASK_KEY)
+    compressor = Compressor(config, build_summarizer(summarizer_name, model, prompt_version))
     return [replay_record(compressor, record) for record in records]

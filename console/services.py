@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -172,9 +172,11 @@ def session_config(session: Session, overrides: dict[str, Any] | None = None) ->
     data: dict[str, Any] = {"context_window_tokens": session.context_window_tokens}
     data.update(overrides or {})
     try:
-        return CompressionConfig.from_dict(data)
+        config = CompressionConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise InvalidSession(f"config: {exc}") from None
+    # the summaries' placeholders are the pages' (never from a request: from_dict refuses the key)
+    return replace(config, secret_mask_key=settings.SECRET_MASK_KEY)
 
 
 def person(user: Any) -> Any:

@@ -7,6 +7,8 @@ configuration must stop start-up, not be silently replaced by a default.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from pathlib import Path
 from urllib.parse import urlparse
@@ -94,6 +96,9 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+#: HMAC key of the [secret:...] placeholders, in pages and in the summaries the pipeline writes alike
+#: (one secret, one placeholder); derived, so it never equals SECRET_KEY itself
+SECRET_MASK_KEY = hmac.new(SECRET_KEY.encode(), b"console.secret-placeholders", hashlib.sha256).digest()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 

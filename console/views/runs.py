@@ -136,6 +136,7 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
         "pruned": _pruned(run, diff_ctx["shown_anchors"], diff_ctx["run_url"]),
         "repairs": _repairs(run.repair),
         "warnings": [w for w in run.warnings if isinstance(w, dict)],
+        "warning_codes": {w.get("code") for w in run.warnings if isinstance(w, dict)},
     }
 
 

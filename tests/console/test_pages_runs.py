@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -190,7 +191,7 @@ def test_it_escapes_html_from_messages_in_every_part_of_the_diff(as_viewer):
 
 def test_it_masks_a_secret_the_same_way_on_both_sides(as_viewer):
     run = crafted_run()
-    placeholder = mask_secrets(f"key={SECRET}").removeprefix("key=")
+    placeholder = mask_secrets(f"key={SECRET}", key=settings.SECRET_MASK_KEY).removeprefix("key=")
     html = as_viewer.get(url(run)).content.decode()
     assert SECRET not in html
     truncated = next(p["index"] for p in run.pruned if p["kind"] == "args_truncated")
@@ -317,7 +318,7 @@ def test_it_says_when_nothing_was_compressed(as_viewer):
         ImportedSession(key="test:tiny", messages=[user("hello"), assistant("hi"), user("bye")], metadata={})
     )
     run = compress_now(session)
-    assert run.status == Status.SUCCEEDED and not run.was_compressed
+    assert run.status == Status.DEGRADED and not run.was_compressed  # it saved nothing: not a success
     html = as_viewer.get(url(run)).content.decode()
     assert "Nothing was compressed." in html and "nothing to compress" in html
     assert "3 unchanged" in html and 'class="drow kind-kept"' in html
@@ -388,3 +389,12 @@ def test_it_ignores_parameters_it_does_not_understand(compressed_run, as_viewer)
     assert 'class="diff diff-side"' in html
     odd = as_viewer.get(url(compressed_run, "run_diff", **{"from": "a", "to": "9"}), headers={"HX-Request": "true"})
     assert odd.status_code == 200 and 'id="diff"' in odd.content.decode()
+
+
+def test_a_run_still_over_the_trigger_is_degraded_and_says_why(as_viewer):
+    history = [system(), user("spec " * 4_000), *coding_session(20)[2:]]  # the first request alone is over it
+    session = create_session(ImportedSession(key="test:huge-spec", messages=history, metadata={}))
+    run = compress_now(session)
+    assert run.status == Status.DEGRADED and run.was_compressed
+    html = as_viewer.get(url(run)).content.decode()
+    assert "The compressed history is still over the trigger." in html and "The summarizer failed." not in html

@@ -7,12 +7,14 @@ run (an append, a rival run, a dying worker) it uses a summarizer that does it w
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -568,3 +570,27 @@ def test_it_refuses_to_use_an_archive_whose_originals_were_altered():
     assert execute_resummarize(redo.pk) == Summary.Status.FAILED
     redo.refresh_from_db()
     assert "altered" in redo.error and redo.text == ""
+
+
+def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
+    from compression.secrets import mask_secrets
+    from console.display import shown
+    from console.services import ImportedSession, create_session
+
+    secret = "sk_live_" + "51HxYz2AbCdEfGhIjKlMn0pQ"
+    messages = [{"role": "system", "content": "You are a billing agent."}, {"role": "user", "content": "Fix billing."}]
+    messages += [{"role": "assistant", "content": "On it."}, {"role": "user", "content": "Read the invoices."}]
+    messages.append({"role": "user", "content": f"Do not rotate {secret} before Friday."})  # in the middle
+    for n in range(40):
+        messages += [{"role": "user", "content": f"step {n}: " + "look at the invoices again " * 20}]
+        messages += [{"role": "assistant", "content": f"Checked invoice batch {n}."}]
+    session = create_session(ImportedSession(key="billing:secret", messages=messages, metadata={}))
+
+    run = compress(session)
+
+    summary = Summary.objects.get(run=run)
+    text = summary.text + json.dumps(summary.facts, ensure_ascii=False)
+    assert secret not in text
+    placeholder = shown(secret)
+    assert placeholder == mask_secrets(secret, key=settings.SECRET_MASK_KEY) != mask_secrets(secret)
+    assert placeholder in text
