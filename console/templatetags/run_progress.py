@@ -75,6 +75,12 @@ def run_elapsed(run: CompressionRun) -> str:
 
 
 @register.filter
+def warning_codes(run: CompressionRun) -> set[str]:
+    """The codes of the run's warnings (a degraded run says why: summary failed, still over the trigger...)."""
+    return {str(w.get("code")) for w in run.warnings or () if isinstance(w, dict)}
+
+
+@register.filter
 def run_status_class(status: str) -> str:
     return STATUS_CLASSES.get(status, "")
 

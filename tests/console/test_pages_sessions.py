@@ -622,15 +622,18 @@ def test_it_explains_a_conflict(as_viewer):
 
 
 def test_it_explains_a_degraded_run_and_links_its_archive(as_viewer, compressed_run):
-    CompressionRun.objects.filter(pk=compressed_run.pk).update(status=Status.DEGRADED)
+    failed = [{"code": "summary_failed", "message": "summarizer fake failed (HTTP 500)"}]
+    CompressionRun.objects.filter(pk=compressed_run.pk).update(status=Status.DEGRADED, warnings=failed)
     html = as_viewer.get(f"/runs/{compressed_run.pk}/progress").content.decode()
     assert "The summarizer failed. The history was pruned and kept valid, without a summary." in html
     assert "Re-summarize from the archive when the summarizer is back." in html
     assert f'href="/archives/{compressed_run.archive.pk}/"' in html
     assert '<span class="badge warn">degraded</span>' in html
-    bare = make_run(make_session("cli:b"), Status.DEGRADED)
+    bare = make_run(make_session("cli:b"), Status.DEGRADED, was_compressed=True)
     html = as_viewer.get(f"/runs/{bare.pk}/progress").content.decode()
     assert "/archives/" not in html
+    # degraded for another reason: it says that one, not a summarizer failure
+    assert "still over the trigger" in html and "The summarizer failed" not in html
 
 
 def test_it_says_when_nothing_needed_compressing(as_viewer):
