@@ -1,0 +1,207 @@
+"""The one masking boundary: every way stored content leaves the console goes through here.
+
+- **API**: :class:`MaskingRenderer` masks every string (keys and values) of every JSON response;
+  :func:`api_reveal` lets a reader holding ``console.reveal_secrets`` ask for raw content with
+  ``?reveal=1`` (audited, 403 without the permission).
+- **Pages and fragments**: :func:`install_template_masking` makes every template variable that
+  resolves to a plain string masked (unless the page's context has ``reveal`` true, which only
+  ``views.reveal_requested`` sets) and its invisible characters visible. Whatever a view forgets,
+  a template cannot print a raw secret: it fails closed.
+- **Exports**: :func:`mask_value` over the whole document (``export_session``, the drift
+  regression set), unless ``--reveal`` (audited).
+- **Logs**: :class:`MaskSecretsFilter` on the log handlers masks the formatted message and traceback.
+- **Search**: ``Message.text`` (what content search reads) is stored masked, and a session key that
+  holds a secret keeps a masked copy (``Session.masked_key``); readers without reveal search only
+  those, so a search cannot confirm a secret the page hides (:func:`key_search`).
+
+Secrets are masked by the library (``compression.secrets.mask_secrets``), called from
+:func:`mask_text` only, so the placeholder key (derived from ``SECRET_KEY``) is passed in one place.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from functools import cache, lru_cache
+from typing import Any
+
+import regex
+from django.db.models import Q
+from django.http import HttpRequest
+from django.utils.crypto import salted_hmac
+from ninja.renderers import JSONRenderer
+
+from compression.secrets import mask_secrets
+
+REVEAL_PERMISSION = "console.reveal_secrets"
+
+# --------------------------------------------------------------------------- text
+
+
+@cache
+def _mask_kwargs() -> dict[str, Any]:
+    """``key=`` for the library's keyed placeholders when it supports them (one key per deployment)."""
+    if "key" not in inspect.signature(mask_secrets).parameters:
+        return {}
+    return {"key": salted_hmac("console.masking", "placeholders").digest()}
+
+
+def mask_text(text: str) -> str:
+    """``text`` with every secret the library knows replaced by its placeholder."""
+    if not text:
+        return text
+    if len(text) <= 200:  # labels, keys, statuses: a page asks for the same ones again and again
+        return _mask_short(text)
+    return mask_secrets(text, **_mask_kwargs())
+
+
+@lru_cache(maxsize=8192)
+def _mask_short(text: str) -> str:
+    return mask_secrets(text, **_mask_kwargs())
+
+
+def mask_value(value: Any) -> Any:
+    """A JSON-like value with every string masked, dict keys included (for API bodies and exports)."""
+    if isinstance(value, str):
+        return mask_text(value)
+    if isinstance(value, dict):
+        return {mask_value(k): mask_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_value(v) for v in value]
+    return value
+
+
+def may_reveal(user: Any) -> bool:
+    return bool(user and user.has_perm(REVEAL_PERMISSION))
+
+
+# --------------------------------------------------------------------------- invisible characters
+
+#: Cf: bidi embeddings, overrides and isolates, zero-width space and joiners, word joiner, BOM, soft hyphen,
+#: tag characters; Cc: control characters (but tab and line ends); Zl/Zp: line and paragraph separators;
+#: and the Hangul fillers, letters that draw nothing (a fake empty or look-alike name)
+_INVISIBLE = regex.compile(r"(?V1)[[\p{Cf}\p{Cc}\p{Zl}\p{Zp}\u115F\u1160\u3164\uFFA0]--[\t\n\r]]")
+
+
+def show_invisible(text: str) -> str:
+    """Invisible characters as a visible marker (``⟨U+202E⟩``): no reversed or look-alike text on a page."""
+    if not text or not _INVISIBLE.search(text):
+        return text
+    return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group(0)):04X}⟩", text)
+
+
+def for_page(text: str, reveal: bool = False) -> str:
+    """``text`` as a page shows it: secrets masked unless revealed, invisible characters made visible."""
+    return show_invisible(text if reveal else mask_text(text))
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def install_template_masking() -> None:
+    """Every template variable resolving to a plain string is shown through :func:`for_page`.
+
+    Django's template language has no output hook, so this wraps ``Variable.resolve``, the one place
+    every ``{{ }}``, filter argument and ``{% blocktranslate with %}`` value comes from (before
+    filters, so ``|linebreaksbr`` and friends escape masked text). Safe strings are HTML that code
+    built (rendered Markdown, widgets) and is responsible for: ``display`` masks before it marks
+    anything safe. Idempotent.
+    """
+    from django.template import base
+
+    if getattr(base.Variable.resolve, "masks_secrets", False):
+        return
+    resolve = base.Variable.resolve
+
+    def masked_resolve(self: base.Variable, context: Any) -> Any:
+        value = resolve(self, context)
+        if type(value) is str and self.lookups is not None:
+            try:
+                reveal = bool(context.get("reveal"))
+            except AttributeError:  # not a template Context
+                reveal = False
+            return for_page(value, reveal)
+        return value
+
+    masked_resolve.masks_secrets = True  # type: ignore[attr-defined]
+    base.Variable.resolve = masked_resolve  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- API
+
+
+def api_reveal(view: Any) -> Any:
+    """An API operation decorator: ``?reveal=1`` with the permission unmasks this response (audited)."""
+    from functools import wraps
+
+    from ninja.errors import HttpError
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if request.GET.get("reveal") == "1":
+            if not may_reveal(request.user):
+                raise HttpError(403, f"revealing secrets needs the {REVEAL_PERMISSION} permission")
+            from .services import audit
+
+            audit(request.user, "secrets.reveal", request.user, after={"path": request.get_full_path()})
+            request.reveal_secrets = True  # type: ignore[attr-defined]
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+class MaskingRenderer(JSONRenderer):
+    """Every API response, errors included, masked unless :func:`api_reveal` granted a reveal."""
+
+    def render(self, request: HttpRequest, data: Any, *, response_status: int) -> Any:
+        if not getattr(request, "reveal_secrets", False):
+            data = mask_value(data)
+        return super().render(request, data, response_status=response_status)
+
+
+# --------------------------------------------------------------------------- search
+
+
+def reveals(request: HttpRequest) -> bool:
+    """Whether this API request was granted a reveal (raw search and filters)."""
+    return bool(getattr(request, "reveal_secrets", False))
+
+
+def key_search(q: str, *, reveal: bool = False, prefix: str = "", exact: bool = False) -> Q:
+    """Sessions whose key contains ``q`` (``exact``: is ``q``) as this reader sees the key.
+
+    Without reveal a key holding a secret is matched by its masked form only, so typing the start of
+    a hidden secret finds nothing; ``prefix`` is the path to the session (``"session__"``).
+    """
+    lookup = "exact" if exact else "icontains"
+    raw = Q(**{f"{prefix}key__{lookup}": q})
+    if reveal:
+        return raw
+    return (Q(**{f"{prefix}masked_key__isnull": True}) & raw) | Q(**{f"{prefix}masked_key__{lookup}": q})
+
+
+def masked_key(key: str) -> str | None:
+    """What ``Session.masked_key`` holds: the masked key when it differs from the key, else None."""
+    masked = mask_text(key)
+    return masked if masked != key else None
+
+
+# --------------------------------------------------------------------------- logs
+
+
+class MaskSecretsFilter(logging.Filter):
+    """Masks the formatted message and the traceback of every record a handler emits."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad format string: let the handler report it as usual
+            return True
+        record.msg, record.args = mask_text(message), ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = mask_text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = mask_text(record.stack_info)
+        return True
