@@ -6,7 +6,8 @@
 - **Pages and fragments**: :func:`install_template_masking` makes every template variable that
   resolves to a plain string masked (unless the page's context has ``reveal`` true, which only
   ``views.reveal_requested`` sets) and its invisible characters visible. Whatever a view forgets,
-  a template cannot print a raw secret: it fails closed.
+  a template cannot print a raw secret: it fails closed. Form widgets print their value as is, and
+  the Django admin (raw rows, editable) is only open to staff who may reveal (``admin.py``).
 - **Exports**: :func:`mask_value` over the whole document (``export_session``, the drift
   regression set), unless ``--reveal`` (audited).
 - **Logs**: :class:`MaskSecretsFilter` on the log handlers masks the formatted message and traceback.
@@ -117,9 +118,13 @@ def install_template_masking() -> None:
         value = resolve(self, context)
         if type(value) is str and self.lookups is not None:
             try:
-                reveal = bool(context.get("reveal"))
+                reveal, widget = bool(context.get("reveal")), context.get("widget")
             except AttributeError:  # not a template Context
-                reveal = False
+                reveal, widget = False, None
+            if isinstance(widget, dict) and "template_name" in widget:
+                # a form field's own value: what this user typed (the console's forms never prefill stored
+                # content), or the admin's raw rows (which need reveal); masking it would save placeholders
+                return value
             return for_page(value, reveal)
         return value
 

@@ -394,3 +394,15 @@ def test_invisible_characters_are_visible_in_pages(db, as_viewer):
         assert "dep⟨U+200B⟩loy" in page
     page = as_viewer.get(f"/sessions/{session.pk}/").content.decode()
     assert "deploy ⟨U+202E⟩gnirts⟨U+202C⟩" in page
+
+
+def test_admin_shows_raw_rows_only_to_staff_who_may_reveal(world):
+    """The admin edits raw rows (a masked form value would be saved as a placeholder): reveal is required."""
+    staff = User.objects.create_user("staff", password="pw", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    assert client.get(f"/admin/console/session/{world.session.pk}/change/").status_code == 302
+    admin = Client()
+    admin.force_login(world.admin_user)
+    form = admin.get(f"/admin/console/session/{world.session.pk}/change/").content.decode()
+    assert f'value="{MAIN_KEY}"' in form  # the field round-trips the real key
