@@ -29,7 +29,7 @@ from console.masking import MaskSecretsFilter, for_page, mask_text, show_invisib
 from console.models import Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from console.services import ImportedSession, create_session
 from tests.console.factories import HX
-from tests.console.secret_plants import ALL_TEXT, PLANTS, leaks, rule_patterns
+from tests.console.secret_plants import ALL_TEXT, PLANTS, REQUIRED, leaks, rule_patterns
 
 SECRET_KEY_PLANT = next(p for p in PLANTS if p.kind == "aws_key")
 MAIN_KEY = f"ops:{SECRET_KEY_PLANT.text}"
@@ -56,6 +56,10 @@ def test_every_rule_has_a_plant():
 
     unplanted = [patterns[i].pattern[:60] for i in matches if not assign(i, set())]
     assert not unplanted, f"add a plant to tests/console/secret_plants.py for these rules: {unplanted}"
+
+
+def test_the_plants_cover_every_kind_the_console_masks():
+    assert {p.kind for p in PLANTS} >= REQUIRED, "a kind the library used to mask is no longer masked"
 
 
 @pytest.mark.parametrize("plant", PLANTS, ids=[p.kind for p in PLANTS])
@@ -313,7 +317,7 @@ def test_pages_reveal_for_admins(world):
     page = admin.get(f"/sessions/{world.session.pk}/?reveal=1").content.decode()
     assert SECRET_KEY_PLANT.secret in page
     case = admin.get(f"/drift/{world.case.pk}/?reveal=1").content.decode()
-    assert f"aws_key: {SECRET_KEY_PLANT.text}" in case
+    assert f"(aws_key) {SECRET_KEY_PLANT.text}" in case
     assert AuditEvent.objects.filter(action="secrets.reveal").count() == 2
 
 
