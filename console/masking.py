@@ -129,6 +129,7 @@ def install_template_masking() -> None:
         return value
 
     masked_resolve.masks_secrets = True  # type: ignore[attr-defined]
+    masked_resolve.unmasked = resolve  # type: ignore[attr-defined]  # for bench/sessions_list.py
     base.Variable.resolve = masked_resolve  # type: ignore[method-assign]
 
 
