@@ -23,7 +23,7 @@ from compression.messages import call_arguments, call_name, content_text
 from compression.summary_message import is_summary_message
 from compression.validate import LOST_RESULT
 
-from .masking import REVEAL_PERMISSION, for_page, may_reveal
+from .masking import REVEAL_PERMISSION, cut, for_page, may_reveal
 
 #: characters of content shown before "show the rest" (the rest loads on demand)
 PREVIEW_CHARS = 1200
@@ -45,8 +45,8 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
     """The first ``limit`` characters (cut at a line end when one is near) and whether text was cut."""
     if len(text) <= limit:
         return text, False
-    cut = text.rfind("\n", limit - 200, limit)
-    return text[: cut if cut > 0 else limit], True
+    end = text.rfind("\n", limit - 200, limit)
+    return cut(text, end if end > 0 else limit), True
 
 
 @dataclass

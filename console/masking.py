@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 from functools import cache, lru_cache
 from typing import Any
 
-import regex
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils.crypto import salted_hmac
@@ -78,22 +78,48 @@ def may_reveal(user: Any) -> bool:
 
 # --------------------------------------------------------------------------- invisible characters
 
-#: Cf: bidi embeddings, overrides and isolates, zero-width space and joiners, word joiner, BOM, soft hyphen,
-#: tag characters; Cc: control characters (but tab and line ends); Zl/Zp: line and paragraph separators;
-#: and the Hangul fillers, letters that draw nothing (a fake empty or look-alike name)
-_INVISIBLE = regex.compile(r"(?V1)[[\p{Cf}\p{Cc}\p{Zl}\p{Zp}\u115F\u1160\u3164\uFFA0]--[\t\n\r]]")
+#: Invisible characters, as ranges: Cf (bidi embeddings, overrides and isolates, zero-width space and joiners,
+#: word joiner, BOM, soft hyphen, tag characters...), Cc but tab and line ends, Zl/Zp (line and paragraph
+#: separators), and the Hangul fillers, letters that draw nothing (a fake empty or look-alike name).
+#: Written out because the stdlib re has no \p{Cf}; test_masking checks it against unicodedata.
+INVISIBLE_CLASS = (
+    "\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2"
+    "\u115f-\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0"
+    "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f"
+)
+_INVISIBLE = re.compile(f"[{INVISIBLE_CLASS}]")
 
 
 def show_invisible(text: str) -> str:
     """Invisible characters as a visible marker (``⟨U+202E⟩``): no reversed or look-alike text on a page."""
-    if not text or not _INVISIBLE.search(text):
+    if not text:
+        return text
+    # a fast pre-check in C: printable text (once layout is set aside) holds none of them
+    if text.isprintable() or text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+        return text
+    if not _INVISIBLE.search(text):
         return text
     return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group(0)):04X}⟩", text)
 
 
-def for_page(text: str, reveal: bool = False) -> str:
+class Shown(str):
+    """Text :func:`for_page` already made ready for a page: templates print it without masking it again
+    (a history's worth of message text would otherwise be masked twice). Any operation on it (a slice,
+    a join) gives a plain ``str`` again, which templates mask."""
+
+    __slots__ = ()
+
+
+def for_page(text: str, reveal: bool = False) -> Shown:
     """``text`` as a page shows it: secrets masked unless revealed, invisible characters made visible."""
-    return show_invisible(text if reveal else mask_text(text))
+    return Shown(show_invisible(text if reveal else mask_text(text)))
+
+
+def cut(text: str, end: int) -> str:
+    """The first ``end`` characters of page text, still marked :class:`Shown` when it was."""
+    part = text[:end]
+    return Shown(part) if isinstance(text, Shown) else part
 
 
 # --------------------------------------------------------------------------- pages
@@ -106,7 +132,7 @@ def install_template_masking() -> None:
     every ``{{ }}``, filter argument and ``{% blocktranslate with %}`` value comes from (before
     filters, so ``|linebreaksbr`` and friends escape masked text). Safe strings are HTML that code
     built (rendered Markdown, widgets) and is responsible for: ``display`` masks before it marks
-    anything safe. Idempotent.
+    anything safe; :class:`Shown` text was masked by :func:`for_page` already. Idempotent.
     """
     from django.template import base
 

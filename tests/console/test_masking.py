@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +26,7 @@ from console import runs
 from console.api import api
 from console.apikeys import create_api_key
 from console.celery import tasks_inline
-from console.masking import MaskSecretsFilter, for_page, mask_text, show_invisible
+from console.masking import INVISIBLE_CLASS, MaskSecretsFilter, for_page, mask_text, show_invisible
 from console.models import Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from console.services import ImportedSession, create_session
 from tests.console.factories import HX
@@ -410,3 +411,16 @@ def test_admin_shows_raw_rows_only_to_staff_who_may_reveal(world):
     admin.force_login(world.admin_user)
     form = admin.get(f"/admin/console/session/{world.session.pk}/change/").content.decode()
     assert f'value="{MAIN_KEY}"' in form  # the field round-trips the real key
+
+
+def test_the_invisible_class_is_every_format_and_control_character():
+    """INVISIBLE_CLASS is written out: it must still be what unicodedata says (a Python upgrade may add some)."""
+    wanted = {
+        chr(c)
+        for c in range(0x110000)
+        if not 0xD800 <= c < 0xE000 and unicodedata.category(chr(c)) in ("Cf", "Cc", "Zl", "Zp")
+    }
+    wanted = (wanted - set("\t\n\r")) | set("\u115f\u1160\u3164\uffa0")
+    pattern = re.compile(f"[{INVISIBLE_CLASS}]")
+    matched = {chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and pattern.match(chr(c))}
+    assert matched == wanted, sorted(f"U+{ord(c):04X}" for c in matched ^ wanted)[:20]
