@@ -24,12 +24,16 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+from datetime import date, time, timedelta
+from decimal import Decimal
 from functools import cache, lru_cache
 from typing import Any
 
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils.crypto import salted_hmac
+from django.utils.functional import Promise
+from django.utils.safestring import SafeData
 from ninja.renderers import JSONRenderer
 
 from compression.secrets import mask_secrets
@@ -125,6 +129,11 @@ def cut(text: str, end: int) -> str:
 # --------------------------------------------------------------------------- pages
 
 
+#: values a template prints without their __str__ being masked: strings (masked when resolved), numbers
+#: and dates (localized by Django), lazy translations, HTML code made safe, None
+_PRINTED_AS_IS = (str, int, float, Decimal, date, time, timedelta, Promise, SafeData, type(None))
+
+
 def install_template_masking() -> None:
     """Every template variable resolving to a plain string is shown through :func:`for_page`.
 
@@ -157,6 +166,23 @@ def install_template_masking() -> None:
     masked_resolve.masks_secrets = True  # type: ignore[attr-defined]
     masked_resolve.unmasked = resolve  # type: ignore[attr-defined]  # for bench/sessions_list.py
     base.Variable.resolve = masked_resolve  # type: ignore[method-assign]
+
+    render_value = base.render_value_in_context
+
+    def masked_render_value(value: Any, context: Any) -> Any:
+        # an object printed by its __str__ ({{ session }} prints its key, {{ message }} a flash text)
+        if not isinstance(value, _PRINTED_AS_IS):
+            text = str(value)
+            if isinstance(text, SafeData):  # HTML code built (a form field): it is responsible
+                return render_value(text, context)
+            try:
+                reveal = bool(context.get("reveal"))
+            except AttributeError:
+                reveal = False
+            value = for_page(text, reveal)
+        return render_value(value, context)
+
+    base.render_value_in_context = masked_render_value
 
 
 # --------------------------------------------------------------------------- API

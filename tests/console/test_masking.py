@@ -424,3 +424,24 @@ def test_the_invisible_class_is_every_format_and_control_character():
     pattern = re.compile(f"[{INVISIBLE_CLASS}]")
     matched = {chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and pattern.match(chr(c))}
     assert matched == wanted, sorted(f"U+{ord(c):04X}" for c in matched ^ wanted)[:20]
+
+
+def test_flash_messages_are_masked(db):
+    """A flash message (``Promoted: session <key> ...``, printed as ``{{ message }}``) is masked too."""
+    from django.contrib.messages import constants
+    from django.contrib.messages.storage.base import Message as Flash
+    from django.template.loader import render_to_string
+
+    html = render_to_string("base.html", {"messages": [Flash(constants.SUCCESS, f"Promoted: session {MAIN_KEY}")]})
+    assert "Promoted: session ops:[secret:aws_key:" in html
+    assert not leaks(html)
+
+
+def test_objects_printed_by_their_str_are_masked(world):
+    from django.template import engines
+
+    html = engines["django"].from_string("{{ session }} {{ n }} {{ when|date:'Y' }}").render(
+        {"session": world.session, "n": 1234, "when": world.session.created_at}
+    )
+    assert SECRET_KEY_PLANT.secret not in html and "[secret:aws_key:" in html
+    assert "1234" in html
