@@ -440,8 +440,28 @@ def test_flash_messages_are_masked(db):
 def test_objects_printed_by_their_str_are_masked(world):
     from django.template import engines
 
-    html = engines["django"].from_string("{{ session }} {{ n }} {{ when|date:'Y' }}").render(
-        {"session": world.session, "n": 1234, "when": world.session.created_at}
+    html = (
+        engines["django"]
+        .from_string("{{ session }} {{ n }} {{ when|date:'Y' }}")
+        .render({"session": world.session, "n": 1234, "when": world.session.created_at})
     )
     assert SECRET_KEY_PLANT.secret not in html and "[secret:aws_key:" in html
     assert "1234" in html
+
+
+def test_worker_log_handlers_mask_too():
+    """A Celery worker replaces the handlers settings.LOGGING installed; its own ones get the filter."""
+    from console.celery import _mask_worker_logs
+
+    stream = io.StringIO()
+    logger = logging.getLogger("console.tests.worker")
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        _mask_worker_logs(logger)
+        _mask_worker_logs(logger)  # once is enough
+        assert sum(isinstance(f, MaskSecretsFilter) for f in handler.filters) == 1
+        logger.error("task failed: %s", ALL_TEXT)
+    finally:
+        logger.removeHandler(handler)
+    assert "task failed" in stream.getvalue() and not leaks(stream.getvalue())
