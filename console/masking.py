@@ -43,12 +43,19 @@ REVEAL_PERMISSION = "console.reveal_secrets"
 # --------------------------------------------------------------------------- text
 
 
+def placeholder_key() -> bytes:
+    """The key of this deployment's placeholders (derived from ``SECRET_KEY``): whatever masks for the
+    console (this module, and the pipeline's ``CompressionConfig.secret_mask_key``) must use it, so that
+    one secret gets one placeholder everywhere."""
+    return salted_hmac("console.masking", "placeholders").digest()
+
+
 @cache
 def _mask_kwargs() -> dict[str, Any]:
-    """``key=`` for the library's keyed placeholders when it supports them (one key per deployment)."""
+    """``key=`` for the library's keyed placeholders when it supports them."""
     if "key" not in inspect.signature(mask_secrets).parameters:
         return {}
-    return {"key": salted_hmac("console.masking", "placeholders").digest()}
+    return {"key": placeholder_key()}
 
 
 def mask_text(text: str) -> str:
