@@ -59,9 +59,9 @@ CANDIDATES: list[Plant] = [
     _plant("password", "password=PlantPassw0rdValue", "PlantPassw0rdValue"),
 ]
 
-#: Leaks today, outside the console's reach: the extractive summarizer pins "wJal…/…" as a [path] fact,
-#: cut from its label, so the summary holds it unmasked. Move it into CANDIDATES once the pipeline masks
-#: its input before extracting facts (compression, in progress).
+#: Leaks with a library that masks it only as a generic ``password=`` value: the extractive summarizer pins
+#: "wJal…/…" as a [path] fact, cut from its label, so the summary holds it unmasked. The library that has a
+#: rule of its own for it also masks the pipeline's input before extracting facts: it joins the plants then.
 PENDING = [
     _plant(
         "aws_secret",
@@ -69,6 +69,7 @@ PENDING = [
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYPLANTKEY12",
     ),
 ]
+CANDIDATES += [p for p in PENDING if f"[secret:{p.kind}:" in secrets.mask_secrets(p.text)]
 
 #: kinds the console has always masked: never silently dropped from the plants
 REQUIRED = {
