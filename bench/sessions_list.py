@@ -79,6 +79,7 @@ def build(n_sessions: int, seed: int = 11) -> dict[str, Any]:
 
     from compression.messages import message_sha256
     from compression.tokens import count_tokens
+    from console.masking import mask_text
     from console.models import (
         Archive,
         CompressionRun,
@@ -97,7 +98,7 @@ def build(n_sessions: int, seed: int = 11) -> dict[str, Any]:
         key = message_sha256(data)
         row = messages.get(key)
         if row is None:
-            row = Message(sha256=key, role=data["role"], data=data, text=searchable_text(data), tokens=0)
+            row = Message(sha256=key, role=data["role"], data=data, text=mask_text(searchable_text(data)), tokens=0)
             row.tokens = count_tokens([data])
             messages[key] = row
         return row
