@@ -465,3 +465,21 @@ def test_worker_log_handlers_mask_too():
     finally:
         logger.removeHandler(handler)
     assert "task failed" in stream.getvalue() and not leaks(stream.getvalue())
+
+
+def test_typed_text_is_masked_like_messages(world, as_viewer):
+    """Focus topic (session runs table, run page, provenance), notes, comments, verdicts: masked as content is."""
+    placeholder = mask_text(SECRET_KEY_PLANT.text)
+    focus = f"focus {mask_text(ALL_TEXT)}"[:45]  # both pages cut it short
+    assert focus.startswith("focus (private_key) [secret:private_key:")
+    assert focus in as_viewer.get(f"/sessions/{world.session.pk}/").content.decode()  # the runs table
+    assert focus in as_viewer.get(f"/runs/{world.run.pk}/").content.decode()
+    run = World.api("get", f"/runs/{world.run.pk}", world.viewer_key).json()
+    assert placeholder in run["focus_topic"] and placeholder in run["summary"]["provenance"]["focus_topic"]
+    summary = World.api("get", f"/summaries/{world.summary.pk}", world.viewer_key).json()
+    assert placeholder in summary["provenance"]["focus_topic"] and placeholder in summary["text"]
+    case = World.api("get", f"/drift-cases/{world.case.pk}", world.viewer_key).json()
+    assert placeholder in case["verdict"] and all(placeholder in c["body"] for c in case["comments"])
+    assert placeholder in json.dumps(case["findings"])  # the note
+    page = as_viewer.get(f"/drift/{world.case.pk}/").content.decode()
+    assert page.count(f"(aws_key) {placeholder}") >= 3  # note, comments, verdict
