@@ -309,7 +309,8 @@ DRY_RUN_MIN, DRY_RUN_MAX = 30, 110
 def coding_session() -> list[Message]:
     """41 messages. Tests rely on: the prohibition at #1 ("Do not change anything under infra/terraform."), the
     parallel calls at #3 with their long outputs (the QueryCanceled at the end of #5), the user's
-    "Try BATCH=5000, but don't deploy; just run the job locally." at #7, and the repeated dry runs."""
+    "Try BATCH=5000, but don't deploy; just run the job locally." at #7, and the repeated dry runs (the first
+    two print the same output, so one is a duplicate)."""
     rng = random.Random(2)
     messages: list[Message] = [
         system("You are a coding agent. Tools: read_file, search_files, terminal, write_file."),
@@ -336,11 +337,15 @@ def coding_session() -> list[Message]:
         ),
         tool("call_b1", "write_file", "wrote 1 file"),
     ]
+    output = ""
     for i in range(15):
         call_id = f"call_c{i}"
+        # the second run repeats the first word for word (the agent re-ran it unchanged): a duplicate to prune
+        if i != 1:
+            output = dry_run(rng, 110 if i == 14 else rng.randint(DRY_RUN_MIN, DRY_RUN_MAX))
         messages += [
             calls(call(call_id, "terminal", cmd="python -m jobs.export_nightly --dry-run")),
-            tool(call_id, "terminal", dry_run(rng, 110 if i == 14 else rng.randint(DRY_RUN_MIN, DRY_RUN_MAX))),
+            tool(call_id, "terminal", output),
         ]
     messages.append(user("Great. Summarize what we changed and what is left."))
     assert len(messages) == 41, len(messages)

@@ -16,7 +16,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from compression import ExtractiveSummarizer, validate_messages
+from compression import ExtractiveSummarizer, count_tokens, validate_messages
 from compression.messages import message_sha256, messages_sha256
 from compression.types import SummaryOutcome, SummaryRequest
 from console import runs
@@ -434,15 +434,17 @@ def test_it_queues_one_automatic_run_however_many_appends_cross_the_trigger(
     django_capture_on_commit_callbacks, settings
 ):
     settings.AUTO_COMPRESS = True
-    # 27,430 tokens in a 40,000-token window: under the trigger (70 % = 28,000) until a few appends
-    session = sample_session(context_window_tokens=40_000)
     long_turn = [{"role": "user", "content": "请继续导出下一批数据，并记录每一批的耗时。" * 10}]  # ~260 tokens a turn
+    # a window whose trigger (70 %) the sample reaches after two and a half appends
+    start = sample_session().token_count
+    trigger = start + 2.5 * count_tokens(long_turn + turn(0))
+    session = sample_session(key="coding:auto", context_window_tokens=int(trigger / 0.7) + 1)
 
     with django_capture_on_commit_callbacks() as sent:
         queued = [append_messages(session.key, long_turn + turn(n))[1] for n in range(6)]
 
     session.refresh_from_db()
-    assert session.token_count >= 28_000
+    assert session.token_count >= trigger
     auto = CompressionRun.objects.filter(session=session, trigger=CompressionRun.Trigger.AUTO)
     assert auto.count() == 1
     assert [r.pk for r in queued if r is not None] == [auto.get().pk]
