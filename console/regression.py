@@ -23,9 +23,9 @@ from typing import Any
 from django.db.models import QuerySet
 
 from compression import CompressionConfig, Compressor, check_drift
-from compression.secrets import mask_secrets
 
 from .drift import serious
+from .masking import mask_value
 from .models import Archive, DriftCase, Message, Summary
 from .summaries import ArchiveCorrupted, archive_messages
 from .summarizers import build_summarizer
@@ -35,17 +35,6 @@ log = logging.getLogger(__name__)
 STILL_DRIFTS = "still drifts"
 FIXED = "fixed"
 FAILED = "failed"
-
-
-def mask_strings(value: Any) -> Any:
-    """``value`` with secrets masked in every string it holds (keys included)."""
-    if isinstance(value, str):
-        return mask_secrets(value)
-    if isinstance(value, dict):
-        return {mask_strings(k): mask_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_strings(v) for v in value]
-    return value
 
 
 # --------------------------------------------------------------------------- export
@@ -104,7 +93,7 @@ def export_case(case: DriftCase, *, reveal: bool = False) -> dict[str, Any]:
         "findings": case.findings,
         "corrected_summary": _summary(corrected) if corrected else None,
     }
-    return record if reveal else mask_strings(record)
+    return record if reveal else mask_value(record)
 
 
 def export_cases(

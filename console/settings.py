@@ -281,12 +281,19 @@ CELERY_BEAT_SCHEDULE = {
     "recover": {"task": "console.recover", "schedule": RECOVERY_SWEEP_SECONDS},
 }
 
+# Every line is masked on its way out (console.masking.MaskSecretsFilter): Django's own loggers (requests,
+# the dev server) go through the root's handler instead of Django's default ones, which would bypass it.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"mask_secrets": {"()": "console.masking.MaskSecretsFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["mask_secrets"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django": {"handlers": [], "propagate": True},
+        "django.server": {"handlers": [], "propagate": True},
+        "django.db.backends": {"level": "WARNING"},
+    },
 }
 
 # --------------------------------------------------------------------------- throttling and security headers
