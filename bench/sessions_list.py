@@ -12,7 +12,8 @@ tool output are shared between sessions, each session has its own user requests)
 with runs on a third of them and drift cases on a few. Then it requests the list
 page in-process (Django's test client, logged in as a superuser: middleware,
 view, queries and template) and prints, per case, the median time in ms and the
-number of SQL queries. ``--migrate-to 0002`` leaves out later migrations (the
+number of SQL queries, and the time without the masking of template strings
+(``console.masking``), measured in turn on the same data. ``--migrate-to 0002`` leaves out later migrations (the
 list's indexes), to compare.
 """
 
@@ -78,6 +79,7 @@ def build(n_sessions: int, seed: int = 11) -> dict[str, Any]:
 
     from compression.messages import message_sha256
     from compression.tokens import count_tokens
+    from console.masking import mask_text
     from console.models import (
         Archive,
         CompressionRun,
@@ -96,7 +98,7 @@ def build(n_sessions: int, seed: int = 11) -> dict[str, Any]:
         key = message_sha256(data)
         row = messages.get(key)
         if row is None:
-            row = Message(sha256=key, role=data["role"], data=data, text=searchable_text(data), tokens=0)
+            row = Message(sha256=key, role=data["role"], data=data, text=mask_text(searchable_text(data)), tokens=0)
             row.tokens = count_tokens([data])
             messages[key] = row
         return row
@@ -260,13 +262,22 @@ def main() -> None:
         user = User.objects.create_superuser("bench", password="bench-only")
         client = Client()
         client.force_login(user)
-        print(f"{'case':<32} {'median ms':>10} {'of it SQL':>10} {'queries':>8} {'rows':>5}")
+        from django.template.base import Variable
+
+        masked = Variable.resolve
+        unmasked = getattr(masked, "unmasked", masked)  # console.masking's template hook, taken out
+        print(f"{'case':<32} {'median ms':>10} {'of it SQL':>10} {'queries':>8} {'rows':>5} {'unmasked ms':>12}")
         for name, params in CASES:
             params = dict(params)
             headers = {"HX-Request": "true"} if params.pop("_htmx", None) else {}
             t = time_page(client, "/", params, args.repeat, **headers)
+            Variable.resolve = unmasked  # type: ignore[method-assign]
+            try:
+                plain = time_page(client, "/", params, args.repeat, **headers)
+            finally:
+                Variable.resolve = masked  # type: ignore[method-assign]
             rows = t.response.content.count(b"<tr data-nav")
-            print(f"{name:<32} {t.ms:>10.1f} {t.sql_ms:>10.1f} {t.queries:>8} {rows:>5}")
+            print(f"{name:<32} {t.ms:>10.1f} {t.sql_ms:>10.1f} {t.queries:>8} {rows:>5} {plain.ms:>12.1f}")
     finally:
         if args.keep:
             print(f"kept: DATABASE_URL={url}")

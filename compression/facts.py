@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -366,20 +366,26 @@ def shell_written_files(command: str) -> list[str]:
     """Files a shell command creates or changes (``cat > x.py``, ``sed -i … x.py``, ``tee x.py``, ``touch``),
     heredoc bodies skipped; bare names included."""
     found: list[str] = []
+    for line in _outside_heredocs(command):
+        for m in _SHELL_WRITE.finditer(line):
+            name = m.group("file").rstrip(".,;")
+            if _FILE_SHAPE.search(name) and not name.startswith("/dev/") and name not in found:
+                found.append(name)
+    return found
+
+
+def _outside_heredocs(command: str) -> Iterator[str]:
+    """The lines of a shell command, without the bodies of its heredocs (``cat <<EOF > x.py ... EOF``)."""
     ending: str | None = None
     for line in command.splitlines():
         if ending is not None:
             if line.strip() == ending:
                 ending = None
             continue
-        for m in _SHELL_WRITE.finditer(line):
-            name = m.group("file").rstrip(".,;")
-            if _FILE_SHAPE.search(name) and not name.startswith("/dev/") and name not in found:
-                found.append(name)
         heredoc = _HEREDOC.search(line)
         if heredoc:
             ending = heredoc.group(1)
-    return found
+        yield line
 
 
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
@@ -387,18 +393,9 @@ _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 
 def shell_words(command: str) -> str:
     """``command`` without heredoc bodies and quoted strings (``sed 's/a/b/'`` expressions are not paths)."""
-    lines: list[str] = []
-    ending: str | None = None
-    for line in command.splitlines():
-        if ending is not None:
-            if line.strip() == ending:
-                ending = None
-            continue
-        heredoc = _HEREDOC.search(line)
-        if heredoc:
-            ending = heredoc.group(1)
-        lines.append(_QUOTED.sub(" ", line) if "'" in line or '"' in line else line)
-    return "\n".join(lines)
+    return "\n".join(
+        _QUOTED.sub(" ", line) if "'" in line or '"' in line else line for line in _outside_heredocs(command)
+    )
 
 
 def find_file_names(text: str) -> list[str]:

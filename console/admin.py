@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 
 from .apikeys import revoke_api_key
 from .drift import update_drift_case
+from .masking import may_reveal
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, DriftComment, Session, Summary
 from .services import ServiceError
 from .summaries import ArchiveCorrupted, archive_messages
@@ -173,3 +174,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
             except ServiceError as exc:
                 self.message_user(request, str(exc), messages.ERROR)
         self.message_user(request, f"Revoked {len(revoked)} key(s): {', '.join(revoked) or 'none'}")
+
+
+def _may_use_admin(request: Any) -> bool:
+    """The admin shows and edits raw rows, secrets unmasked: staff who may reveal them only."""
+    return bool(request.user.is_active and request.user.is_staff and may_reveal(request.user))
+
+
+admin.site.has_permission = _may_use_admin  # type: ignore[method-assign]

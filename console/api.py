@@ -1,8 +1,11 @@
 """The JSON API for agent runtimes and integrations: ``/api/v1/`` (OpenAPI docs at ``/api/v1/docs``).
 
 Authentication: ``Authorization: Bearer <key>`` (``manage.py create_api_key``) or the browser
-session (with CSRF). Every error is JSON ``{"detail": "..."}`` saying what to fix; a rejected
-request writes nothing (each write is one transaction in ``services``/``runs``/``summaries``).
+session (with CSRF). Every response is masked (``console.masking``: secrets as placeholders, in
+content, metadata, typed text and errors alike); a key whose role holds ``console.reveal_secrets``
+may add ``?reveal=1`` to get it raw, which is audited. Every error is JSON ``{"detail": "..."}``
+saying what to fix; a rejected request writes nothing (each write is one transaction in ``services``/
+``runs``/``summaries``).
 """
 
 import hmac
@@ -26,6 +29,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from . import drift, runs, schemas, summaries
+from .masking import MaskingRenderer, api_reveal, key_search, reveals
 from .middleware import database_unavailable
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from .services import (
@@ -131,9 +135,11 @@ api = NinjaAPI(
     urls_namespace="api",
     auth=[BearerKey(), django_auth],
     parser=StrictJsonParser(),
+    renderer=MaskingRenderer(),
     throttle=[KeyRateThrottle()],
     docs_url="/docs",
 )
+api.add_decorator(api_reveal)
 
 
 def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpResponse:
@@ -286,14 +292,17 @@ def create(request: HttpRequest, payload: schemas.SessionIn) -> Status:
     return Status(201, create_session(data, user=request.user))
 
 
-@sessions.get("", response=list[schemas.SessionOut], summary="List sessions (q= searches key and channel)")
+@sessions.get(
+    "", response=list[schemas.SessionOut], summary="List sessions (q= searches key and channel, as masked for you)"
+)
 @paginate(Pages)
 def list_sessions(request: HttpRequest, filters: Query[schemas.SessionsQuery]) -> Any:
     require(request, "console.view_session", "read sessions")
     found = Session.objects.order_by("-updated_at", "-id")
     q = filters.q
     if q.strip():
-        found = found.filter(Q(key__icontains=q.strip()) | Q(channel__icontains=q.strip()))
+        # channels are stored masked (Session.save)
+        found = found.filter(key_search(q.strip(), reveal=reveals(request)) | Q(channel__icontains=q.strip()))
     return found
 
 
@@ -357,6 +366,7 @@ def search_archives(request: HttpRequest, key: str, query: Query[schemas.Archive
         raise HttpError(422, "q: give a word or phrase to search for")
     archives = list(session.archives.order_by("created_at", "id").values_list("pk", "start", "message_keys"))
     keys = {k for _, _, message_keys in archives for k in message_keys}
+    # Message.text is stored masked: a search never confirms a secret the response would hide
     matches = dict(Message.objects.filter(sha256__in=keys, text__icontains=needle).values_list("sha256", "text")[:5000])
     roles = dict(Message.objects.filter(sha256__in=matches).values_list("sha256", "role"))
     hits: list[dict[str, Any]] = []
@@ -501,7 +511,7 @@ def list_cases(request: HttpRequest, filters: Query[schemas.CasesQuery]) -> Any:
     if severity:
         cases = cases.filter(severity=severity)
     if session:
-        cases = cases.filter(session__key=session)
+        cases = cases.filter(key_search(session, reveal=reveals(request), prefix="session__", exact=True))
     if assignee:
         cases = cases.filter(assignee__username=assignee)
     if kind:

@@ -7,6 +7,8 @@ class ConsoleConfig(AppConfig):
     verbose_name = "Compression console"
 
     def ready(self) -> None:
+        from .masking import install_template_masking
         from .roles import sync_role_groups
 
         post_migrate.connect(sync_role_groups, sender=self)
+        install_template_masking()

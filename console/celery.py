@@ -4,7 +4,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
@@ -21,6 +21,17 @@ def _make_local_folders(sender: Celery, **kwargs: object) -> None:
     if not settings.REDIS_URL:
         settings.CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
         settings.CELERY_RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _mask_worker_logs(logger: object, **kwargs: object) -> None:
+    # a worker replaces the handlers settings.LOGGING installed: its own ones mask too
+    from console.masking import MaskSecretsFilter
+
+    for handler in getattr(logger, "handlers", []):
+        if not any(isinstance(f, MaskSecretsFilter) for f in handler.filters):
+            handler.addFilter(MaskSecretsFilter())
 
 
 @contextmanager

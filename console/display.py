@@ -4,7 +4,8 @@ Message content is untrusted. Templates escape everything they print; the only
 HTML we produce from content is rendered Markdown, which goes through nh3's
 allow-list. Secrets are masked with the library's stable placeholders unless
 the viewer may reveal them, so both sides of a diff mask the same secret the
-same way.
+same way, and invisible characters are shown as markers (``console.masking``,
+which templates also apply to every string they print).
 """
 
 from __future__ import annotations
@@ -15,19 +16,19 @@ from typing import Any
 
 import markdown as markdown_lib
 import nh3
-from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
 
 from compression.assemble import is_inserted_message
 from compression.messages import call_arguments, call_name, content_text
-from compression.secrets import mask_secrets
 from compression.summary_message import is_summary_message
 from compression.validate import LOST_RESULT
+
+from .masking import REVEAL_PERMISSION, cut, for_page, may_reveal
 
 #: characters of content shown before "show the rest" (the rest loads on demand)
 PREVIEW_CHARS = 1200
 
-REVEAL_PERMISSION = "console.reveal_secrets"
+__all__ = ["REVEAL_PERMISSION", "may_reveal", "shown"]
 
 _MARKDOWN_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "del", "code", "pre",
@@ -35,21 +36,17 @@ _MARKDOWN_TAGS = {
 }  # fmt: skip
 
 
-def may_reveal(user: Any) -> bool:
-    return bool(user and user.has_perm(REVEAL_PERMISSION))
-
-
 def shown(text: str, reveal: bool = False) -> str:
-    """``text`` as the viewer may see it: secrets masked unless revealed."""
-    return text if reveal else mask_secrets(text, key=settings.SECRET_MASK_KEY)
+    """``text`` as the viewer may see it: secrets masked unless revealed, invisible characters marked."""
+    return for_page(text, reveal)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
     """The first ``limit`` characters (cut at a line end when one is near) and whether text was cut."""
     if len(text) <= limit:
         return text, False
-    cut = text.rfind("\n", limit - 200, limit)
-    return text[: cut if cut > 0 else limit], True
+    end = text.rfind("\n", limit - 200, limit)
+    return cut(text, end if end > 0 else limit), True
 
 
 @dataclass

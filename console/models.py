@@ -22,6 +22,8 @@ from django.utils.translation import gettext_lazy as _
 from compression.messages import content_text, message_sha256
 from compression.tokens import count_tokens
 
+from .masking import mask_text, masked_key
+
 
 class Immutable(models.Model):
     """Rows written once. ``MUTABLE_FIELDS`` may still change through ``save(update_fields=...)``."""
@@ -58,7 +60,7 @@ class Message(models.Model):
     sha256 = models.CharField(max_length=64, primary_key=True)
     role = models.CharField(max_length=16)
     data = models.JSONField()
-    #: content and tool-call text, for search
+    #: content and tool-call text with secrets masked, for search (a search must not find what a page hides)
     text = models.TextField(blank=True, default="")
     tokens = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -78,7 +80,7 @@ class Message(models.Model):
                     sha256=key,
                     role=str(data.get("role", "")),
                     data=data,
-                    text=searchable_text(data),
+                    text=mask_text(searchable_text(data)),
                     tokens=count_tokens([data]),
                 )
         cls.objects.bulk_create(list(new.values()), ignore_conflicts=True, batch_size=500)
@@ -121,6 +123,9 @@ class Message(models.Model):
 
 class Session(models.Model):
     key = models.CharField(_("key"), max_length=255, unique=True)
+    #: the key with its secrets masked, when it holds one: what readers without reveal search. Null (not "")
+    #: means "the key itself", so rows written without save() (bulk_create) are still found by their key.
+    masked_key = models.TextField(null=True, blank=True, editable=False)  # noqa: DJ001
     channel = models.CharField(_("channel"), max_length=64, blank=True, db_index=True)
     status = models.CharField(_("status"), max_length=32, default="active")
     metadata = models.JSONField(default=dict, blank=True)
@@ -157,7 +162,11 @@ class Session(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self.channel and ":" in self.key:
-            self.channel = self.key.split(":", 1)[0][:64]
+            self.channel = self.key.split(":", 1)[0]
+        # a label everyone sees, filters and searches by: never a raw secret
+        self.channel = mask_text(self.channel)[:64]
+        if kwargs.get("update_fields") is None:  # partial saves never change the key
+            self.masked_key = masked_key(self.key)
         super().save(*args, **kwargs)
 
     def keys(self) -> list[str]:

@@ -20,13 +20,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db.models import QuerySet
 
 from compression import CompressionConfig, Compressor, check_drift
-from compression.secrets import mask_secrets
 
 from .drift import serious
+from .masking import mask_value, placeholder_key
 from .models import Archive, DriftCase, Message, Summary
 from .summaries import ArchiveCorrupted, archive_messages
 from .summarizers import build_summarizer
@@ -36,17 +35,6 @@ log = logging.getLogger(__name__)
 STILL_DRIFTS = "still drifts"
 FIXED = "fixed"
 FAILED = "failed"
-
-
-def mask_strings(value: Any) -> Any:
-    """``value`` with secrets masked in every string it holds (keys included)."""
-    if isinstance(value, str):
-        return mask_secrets(value, key=settings.SECRET_MASK_KEY)
-    if isinstance(value, dict):
-        return {mask_strings(k): mask_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_strings(v) for v in value]
-    return value
 
 
 # --------------------------------------------------------------------------- export
@@ -105,7 +93,7 @@ def export_case(case: DriftCase, *, reveal: bool = False) -> dict[str, Any]:
         "findings": case.findings,
         "corrected_summary": _summary(corrected) if corrected else None,
     }
-    return record if reveal else mask_strings(record)
+    return record if reveal else mask_value(record)
 
 
 def export_cases(
@@ -220,6 +208,6 @@ def replay_cases(
 ) -> list[ReplayResult]:
     """Replay every record with the summarizer configured like a re-summarize (defaults from settings) and the
     pipeline's default config. An unknown summarizer or prompt version raises ``InvalidSession`` first."""
-    config = CompressionConfig(secret_mask_key=settings.SECRET_MASK_KEY)
+    config = CompressionConfig(secret_mask_key=placeholder_key())
     compressor = Compressor(config, build_summarizer(summarizer_name, model, prompt_version))
     return [replay_record(compressor, record) for record in records]

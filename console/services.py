@@ -16,6 +16,7 @@ from django.db import transaction
 
 from compression import CompressionConfig, validate_messages
 
+from .masking import placeholder_key
 from .models import AuditEvent, CompressionRun, Session
 
 #: validator codes that make a message unusable. Orphan or missing tool results are accepted:
@@ -176,7 +177,7 @@ def session_config(session: Session, overrides: dict[str, Any] | None = None) ->
     except (TypeError, ValueError) as exc:
         raise InvalidSession(f"config: {exc}") from None
     # the summaries' placeholders are the pages' (never from a request: from_dict refuses the key)
-    return replace(config, secret_mask_key=settings.SECRET_MASK_KEY)
+    return replace(config, secret_mask_key=placeholder_key())
 
 
 def person(user: Any) -> Any:

@@ -7,8 +7,6 @@ configuration must stop start-up, not be silently replaced by a default.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 from pathlib import Path
 from urllib.parse import urlparse
@@ -96,9 +94,6 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
-#: HMAC key of the [secret:...] placeholders, in pages and in the summaries the pipeline writes alike
-#: (one secret, one placeholder); derived, so it never equals SECRET_KEY itself
-SECRET_MASK_KEY = hmac.new(SECRET_KEY.encode(), b"console.secret-placeholders", hashlib.sha256).digest()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -286,12 +281,19 @@ CELERY_BEAT_SCHEDULE = {
     "recover": {"task": "console.recover", "schedule": RECOVERY_SWEEP_SECONDS},
 }
 
+# Every line is masked on its way out (console.masking.MaskSecretsFilter): Django's own loggers (requests,
+# the dev server) go through the root's handler instead of Django's default ones, which would bypass it.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"mask_secrets": {"()": "console.masking.MaskSecretsFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["mask_secrets"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django": {"handlers": [], "propagate": True},
+        "django.server": {"handlers": [], "propagate": True},
+        "django.db.backends": {"level": "WARNING"},
+    },
 }
 
 # --------------------------------------------------------------------------- throttling and security headers

@@ -29,6 +29,7 @@ from compression.messages import content_text
 
 from .. import drift, regression
 from ..display import render_markdown, shown
+from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
 from ..services import ServiceError
 from . import (
@@ -102,7 +103,7 @@ class CaseQuery:
         if self.kind:
             cases = cases.filter(DriftCase.of_kind(self.kind))
         if self.session:
-            cases = cases.filter(session__key__icontains=self.session)
+            cases = cases.filter(key_search(self.session, prefix="session__"))  # as the queue shows keys: masked
         if self.assignee == "none":
             cases = cases.filter(assignee=None)
         elif self.assignee:

@@ -26,6 +26,7 @@ from compression.summary_message import parse_summary_message
 
 from .. import runs as run_service
 from ..display import MessageView, ToolCallView, may_reveal, message_view, shown
+from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Message, Session, SessionEntry, Summary
 from ..services import ServiceError, session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
@@ -115,7 +116,7 @@ class SessionQuery:
 
     def apply(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
         if self.q:
-            match: Any = Q(key__icontains=self.q)
+            match: Any = key_search(self.q)  # as the list shows keys: masked
             if self.scope == "all":
                 match |= self._content_match()
             sessions = sessions.filter(match)
@@ -136,7 +137,7 @@ class SessionQuery:
         return sessions.order_by(f"{sign}{column}", f"{sign}id")
 
     def _content_match(self) -> Any:
-        """Sessions whose history holds a message containing ``q``.
+        """Sessions whose history holds a message containing ``q`` (``Message.text`` is stored masked).
 
         A message is stored once however many sessions share it, so the distinct messages are
         searched first (one query). A few matches (a name, an order number): their sessions come

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from compression import CompressionConfig, CompressionResult, Compressor
 from compression.messages import content_text, message_sha256
 from compression.prune import DUPLICATE_NOTE
-from compression.secrets import mask_secrets
 from compression.summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message
 from compression.validate import LOST_RESULT
 from console import diff
@@ -33,6 +32,7 @@ from console.diff import (
     inline_diff,
     lost_result_key,
 )
+from console.masking import mask_text
 from console.models import Archive, Message
 from tests.compression.builders import FakeSummarizer, session
 from tests.compression.test_properties import HISTORY, PIPELINE_SETTINGS
@@ -424,8 +424,8 @@ def test_it_diffs_a_shortened_argument_by_words_and_skips_what_did_not_change():
 
 def test_it_keeps_the_same_placeholder_for_a_secret_on_both_sides():
     secret = "sk-proj-abcdefghijklmnop1234567890"
-    old = mask_secrets(f"use {secret} to call the API, then run the long job")
-    new = mask_secrets(f"use {secret} to call the API")
+    old = mask_text(f"use {secret} to call the API, then run the long job")
+    new = mask_text(f"use {secret} to call the API")
     spans = inline_diff(old, new)
     assert spans is not None and secret not in "".join(getattr(s, "text", "") for s in spans)
     equal = "".join(s.text for s in spans if s.op == "equal")  # type: ignore[union-attr]

@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -575,6 +574,7 @@ def test_it_refuses_to_use_an_archive_whose_originals_were_altered():
 def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
     from compression.secrets import mask_secrets
     from console.display import shown
+    from console.masking import placeholder_key
     from console.services import ImportedSession, create_session
 
     secret = "sk_live_" + "51HxYz2AbCdEfGhIjKlMn0pQ"
@@ -592,5 +592,5 @@ def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
     text = summary.text + json.dumps(summary.facts, ensure_ascii=False)
     assert secret not in text
     placeholder = shown(secret)
-    assert placeholder == mask_secrets(secret, key=settings.SECRET_MASK_KEY) != mask_secrets(secret)
+    assert placeholder == mask_secrets(secret, key=placeholder_key()) != mask_secrets(secret)
     assert placeholder in text

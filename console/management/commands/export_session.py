@@ -13,9 +13,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from compression.messages import message_sha256
+from console.masking import mask_text, mask_value
 from console.models import Archive, CompressionRun, DriftCase, Message, Session, Summary
+from console.services import audit
 from console.summaries import ArchiveCorrupted, archive_messages
 
+LABEL = "manage.py export_session"
 FORMAT = "compression-console/session-export"
 FORMAT_VERSION = 1
 RUN_FIELDS = (
@@ -30,7 +33,9 @@ SUMMARY_FIELDS = (
 
 HELP = f"""\
 Export one session with its runs, archives, summaries and drift cases as UTF-8 JSON
-(Chinese and other text kept readable, not \\u-escaped).
+(Chinese and other text kept readable, not \\u-escaped). Secrets are masked in every
+string (keys included), as the API and the pages show them; --reveal exports them raw
+and writes an audit event. A masked message no longer hashes to its key.
 
 Messages are stored once and referred to by key (the sha256 of the message's canonical
 JSON, compression.messages.message_sha256), so the export is compact:
@@ -72,16 +77,18 @@ class Command(BaseCommand):
         parser.add_argument(
             "--output", "-o", type=Path, help="write to this file (readable by you only) instead of standard output"
         )
+        parser.add_argument("--reveal", action="store_true", help="export secrets unmasked (audited)")
 
-    def handle(self, *args, key: str, output: Path | None, **options):
-        data = export_session(key)
+    def handle(self, *args, key: str, output: Path | None, reveal: bool = False, **options):
+        data = export_session(key, reveal=reveal)
         text = json.dumps(data, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
         if output is None:
             self.stdout.write(text)
         else:
             write_atomically(output, text + "\n")
             self.stdout.write(
-                f"wrote {output}: session {key}, {len(data['runs'])} run(s), {len(data['archives'])} archive(s), "
+                f"wrote {output}: session {data['session']['key']}, {len(data['runs'])} run(s), "
+                f"{len(data['archives'])} archive(s), "
                 f"{len(data['summaries'])} summary(ies), {len(data['drift_cases'])} drift case(s), "
                 f"{len(data['messages'])} distinct message(s)"
             )
@@ -89,13 +96,18 @@ class Command(BaseCommand):
             self.stderr.write(f"warning: {problem}")
 
 
-def export_session(key: str) -> dict[str, Any]:
-    """The session called ``key`` and everything recorded about it, as JSON-ready data."""
+def export_session(key: str, *, reveal: bool = False) -> dict[str, Any]:
+    """The session called ``key`` and everything recorded about it, as JSON-ready data (masked unless ``reveal``)."""
     with _snapshot():
         session = Session.objects.filter(key=key).first()
         if session is None:
-            raise CommandError(f"no session {key!r}")
-        return _export(session)
+            raise CommandError(mask_text(f"no session {key!r}"))
+        data = _export(session)
+    if reveal:
+        audit(None, "secrets.reveal", session, after={"command": f"{LABEL} --reveal"}, label=LABEL)
+        return data
+    # JSON-ready first (dates as strings), so that every string is masked
+    return mask_value(json.loads(json.dumps(data, cls=DjangoJSONEncoder)))
 
 
 @contextmanager
