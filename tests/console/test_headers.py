@@ -71,7 +71,9 @@ def test_every_answer_has_a_permissions_policy_and_api_answers_are_not_stored(as
 
 
 def _production(*args: str, **env: str) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}}
+    # the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (set in this process when they run first) is no production setting
+    dropped = {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    full = {k: v for k, v in os.environ.items() if k not in dropped}
     full |= PRODUCTION | env
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=full, capture_output=True, text=True, timeout=120
