@@ -167,6 +167,9 @@ _IDENTIFIER = re.compile(
 _ERROR_HINT = re.compile(
     r"Error|ERROR|Exception|FAIL|Fail|fail|Fatal|fatal|FATAL|panic|Traceback|exit code|exit status|exited with"
     r"|Segmentation fault|command not found|No such file|Permission denied|Killed|OOM|报错|失败|错误|异常|出错|崩溃"
+    # exceptions whose class name says neither Error nor Exception, named by their module
+    # (django.core.exceptions.ImproperlyConfigured, psycopg.errors.UniqueViolation, Model.DoesNotExist)
+    r"|exceptions\.|errors\.|\.exc\.|DoesNotExist|Caused by|Uncaught|Unhandled|Timeout|timed out|refused"
 )
 _EXIT_ONLY = re.compile(r"^\W*exit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*-?\d+\W*$", re.I)
 _EXIT_ZERO = re.compile(r"\bexit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*0\b")
@@ -185,8 +188,9 @@ _PATH_NEEDLES = ('path"', 'file"', '"filename"', '"target"', '"dir', '"cwd"')
 
 # error lines, by how much they say: exception / FAILED lines > other error lines > counters and exit codes
 _EXCEPTION_LINE = re.compile(
-    r"^(?:E\s+)?(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning)\b"
-    r"|(?:FAILED|ERROR|FATAL|panic|fatal|error)(?:\[\w+\])?\b[:\s])"
+    r"^(?:E\s+)?(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning|DoesNotExist|Timeout)\b"
+    r"|[a-z_]\w*(?:\.\w+)*\.[A-Z]\w+:\s"  # a qualified exception class and its message
+    r"|Caused by:|(?:FAILED|ERROR|FATAL|panic|fatal|error)(?:\[\w+\])?\b[:\s])"
 )
 _COUNTER_LINE = re.compile(
     r"\b\d+\s+(?:failed|errors?|passed|failures?|skipped|warnings?)\b|^\W*exit(?:ed)?\s+(?:code|status)|^[=_*-]{3,}",

@@ -170,7 +170,7 @@ _RULES: list[_Rule] = [
     ),
     _rule(
         ("pass", "pwd", "token", "secret", "key", "auth", "credential", "密码", "口令"),
-        r"(?i)(?:(?<![\[:\w])(?:[a-z0-9_]*?(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key"
+        r"(?i)(?:(?<![\[\w])(?<!\[secret:)(?:[a-z0-9_]*?(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key"
         r"|private[_-]?key|client[_-]?secret|auth|credentials?))|密码|口令)"
         r"""["']?\s*(?:=|:|：)\s*(?:"(?P<dq>[^"\n\\]{3,})"|'(?P<sq>[^'\n\\]{3,})'|["']?(?P<secret>[^\s"',;\\]{4,}))""",
         _group("password", "dq", "sq", "secret"),

@@ -124,6 +124,19 @@ class TestErrors:
         facts = extract_facts([calls(call("c1", "terminal", command="pytest -q")), result("c1", output)])
         assert error in texts(facts, "error")
 
+    @pytest.mark.parametrize(
+        "error",
+        [
+            "django.core.exceptions.ImproperlyConfigured: Requested setting DATABASES, but settings are not set.",
+            'psycopg.errors.UniqueViolation: duplicate key value violates unique constraint "users_email_key"',
+            "invoices.models.Invoice.DoesNotExist: Invoice matching query does not exist.",
+        ],
+    )
+    def test_an_exception_class_named_neither_error_nor_exception_is_found(self, error: str) -> None:
+        # was: the literal pre-filter knew only *Error / *Exception, so these were never seen (held-out finding)
+        lines = salient_error_lines(pytest_output(error), 3)
+        assert lines[0] == error
+
     def test_counters_that_differ_only_in_numbers_count_once_and_rank_below_exceptions(self) -> None:
         lines = salient_error_lines(pytest_output("E       AssertionError: assert 120 == 100"), 3)
         assert lines[0] == "E       AssertionError: assert 120 == 100"

@@ -105,6 +105,16 @@ class TestFewerFalseAlarms:
     def test_it_masks_a_quoted_password_with_spaces_whole(self) -> None:
         assert "horse" not in mask_secrets('password = "correct horse battery"')
 
+    def test_an_assignment_right_after_a_colon_is_masked(self) -> None:
+        # was: the label's lookbehind refused any ':' before it, so session keys like `x:password=...` leaked
+        for text in ("wechat:password=hunter22", "prod:token=abcdef123456"):
+            assert "hunter22" not in mask_secrets(text) and "abcdef123456" not in mask_secrets(text)
+
+    def test_a_placeholder_is_not_read_as_a_new_assignment(self) -> None:
+        for kind in ("password", "api_key", "url_password", "private_key"):
+            placeholder = f"[secret:{kind}:abcd1234]"
+            assert mask_secrets(f"value {placeholder} end") == f"value {placeholder} end"
+
 
 class TestMaskMessages:
     def test_it_masks_content_parts_and_arguments_keeping_ids_and_json(self) -> None:

@@ -97,7 +97,7 @@ class World:
         # a session per plant that fits in a key
         self.keyed = [
             create_session(
-                ImportedSession(key=f"plant.{p.text}", messages=[{"role": "user", "content": "hi"}], metadata={})
+                ImportedSession(key=f"plant:{p.text}", messages=[{"role": "user", "content": "hi"}], metadata={})
             )
             for p in PLANTS
             if p.key_safe
@@ -243,7 +243,7 @@ def test_api_search_is_not_an_oracle(world):
     assert hits["hits"] == []
     cases = world.api("get", "/drift-cases", world.viewer_key, session="plant:reported").json()
     assert cases["count"] == 1
-    by_raw_key = world.api("get", "/drift-cases", world.viewer_key, session=f"plant.{SECRET_KEY_PLANT.text}")
+    by_raw_key = world.api("get", "/drift-cases", world.viewer_key, session=f"plant:{SECRET_KEY_PLANT.text}")
     assert by_raw_key.json()["count"] == 0
 
 
