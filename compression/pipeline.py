@@ -517,9 +517,11 @@ class Compressor:
         if bounds.lifted is not None:  # the latest request, archived with the work since it, stays verbatim
             tail = [plan.messages[bounds.lifted], *tail]
         assembled = assemble(head, tail, body, header)
-        # the summary gives way when head + summary + tail is over the trigger (a small window, a big tail)
+        # the summary gives way when head + summary + tail is over the trigger (a small window, a big tail),
+        # counted as stage 5 will write it: repairs add results and rename ids
         for _ in range(3):
-            over = self.counter.count_reusing(assembled, plan.known) - self.config.trigger_tokens
+            as_written = repair_messages(assembled, self.profile)[0]
+            over = self.counter.count_reusing(as_written, plan.known) - self.config.trigger_tokens
             size = self.counter.text(body)
             if over <= 0 or size - over - 16 < MIN_SUMMARY_TOKENS:
                 break
