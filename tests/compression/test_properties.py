@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -20,8 +22,9 @@ from tests.compression.builders import FakeSummarizer
 
 # COMPRESSION_PROPERTY_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast
 EXAMPLES = int(os.environ.get("COMPRESSION_PROPERTY_EXAMPLES", "120"))
-# CI runs the same examples every time (a landing must not hang on a lucky draw); elsewhere each run explores
-DERANDOMIZE = os.environ.get("CI") == "true"
+# `make test` runs the same examples every time, in CI and in a fresh clone alike (a test run must not hang
+# on a lucky draw); setting COMPRESSION_PROPERTY_EXAMPLES starts a hunt, where each run explores
+DERANDOMIZE = "COMPRESSION_PROPERTY_EXAMPLES" not in os.environ
 COMMON = {
     "deadline": None,
     "database": None,
@@ -212,3 +215,23 @@ def test_any_messy_history_compresses_to_a_strictly_valid_one_that_fits(history:
         assert result.tokens_after <= c.config.trigger_tokens, (result.warning_codes(), result.boundaries)
     elif result.tokens_after > c.config.trigger_tokens:
         assert result.degraded
+
+
+def _giant_head_before_the_first_request() -> list[dict[str, Any]]:
+    # a hunt's counterexample: the head's assistant message is shortened to ~340 tokens, the repair then adds a
+    # user placeholder before it, and the output ends 5 tokens over the trigger
+    return json.loads((Path(__file__).parent / "data" / "over_trigger_pruned_only.json").read_text())
+
+
+def test_an_output_over_the_trigger_is_flagged_degraded() -> None:
+    result = strict_compressor().compress(_giant_head_before_the_first_request())
+    if result.tokens_after > strict_compressor().config.trigger_tokens:
+        assert result.degraded and "still_over_threshold" in result.warning_codes()
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: the pruned-only path does not shrink a head message further")
+def test_a_giant_assistant_message_before_the_first_request_still_fits() -> None:
+    history = _giant_head_before_the_first_request()
+    c = strict_compressor()
+    assert must_keep_tokens(history) <= c.config.trigger_tokens - 100
+    assert c.compress(history).tokens_after <= c.config.trigger_tokens
