@@ -73,6 +73,21 @@ class MessageView:
     #: the compressor's acknowledgement or bridge after a summary
     is_inserted: bool = False
     is_lost_result: bool = False
+    #: the non-text content parts (image, audio, file), by kind: the page shows that they were there
+    attachments: list[str] = field(default_factory=list)
+
+
+def attachment_kinds(data: dict[str, Any]) -> list[str]:
+    """The kinds of ``data``'s non-text content parts (``content_text`` keeps only the text)."""
+    content = data.get("content")
+    if not isinstance(content, list):
+        return []
+    kinds = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if isinstance(kind, str) and kind != "text":
+            kinds.append(kind)
+    return kinds
 
 
 def pretty_arguments(arguments: str) -> str:
@@ -119,6 +134,7 @@ def message_view(
         is_summary=is_summary_message(data),
         is_inserted=is_inserted_message(data),
         is_lost_result=data.get("role") == "tool" and data.get("content") == LOST_RESULT,
+        attachments=attachment_kinds(data),
     )
 
 

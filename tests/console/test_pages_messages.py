@@ -56,3 +56,20 @@ def test_it_refuses_users_without_a_role_and_sends_strangers_to_log_in(message, 
 
 def test_it_answers_404_for_an_unknown_message(as_viewer):
     assert as_viewer.get(f"/messages/{'0' * 64}/").status_code == 404
+
+
+def test_image_and_audio_parts_are_not_silently_dropped_from_the_page(as_viewer):
+    # content_text keeps only the text parts: the voice note and the photo were invisible on every page
+    content = [
+        {"type": "text", "text": "Voice note attached"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+    ]
+    create_session(ImportedSession(key="t:2", messages=[{"role": "user", "content": content}], metadata={}))
+    message = Message.objects.get()
+    html = as_viewer.get(f"/messages/{message.sha256}/").content.decode()
+    assert '<span class="attachment mono">image</span>' in html
+    assert '<span class="attachment mono">audio</span>' in html
+    assert "base64,AAAA" not in html
+    html = as_viewer.get(f"/messages/{message.sha256}/", headers={"Accept-Language": "zh-hans"}).content.decode()
+    assert "图片" in html and "音频" in html
