@@ -304,6 +304,29 @@ def _mask_value(value: Any, key: MaskKey, field: str = "") -> Any:
     return value
 
 
+_CALL_FIELDS = frozenset({"id", "type", "function"})
+_FUNCTION_FIELDS = frozenset({"name", "arguments"})
+
+
+def _plain_calls(calls: Any) -> bool:
+    """Standard tool calls whose name and arguments hold no needle: what :func:`_mask_value` would
+    return unchanged, checked without its walk (every assistant turn has some)."""
+    if type(calls) is not list:
+        return False
+    for call in calls:
+        if type(call) is not dict or not call.keys() <= _CALL_FIELDS:
+            return False
+        if any(type(call[f]) is not str for f in ("id", "type") if f in call):
+            return False
+        function = call.get("function")
+        if type(function) is not dict or not function.keys() <= _FUNCTION_FIELDS:
+            return False
+        for value in function.values():
+            if type(value) is not str or "\\u" in value or _may_hold_secret(value):
+                return False
+    return True
+
+
 def mask_message(message: Any, key: MaskKey = None) -> Any:
     """``message`` with secrets masked in every string it holds (ids and roles aside); copy on write."""
     if not isinstance(message, dict):
@@ -315,6 +338,8 @@ def mask_message(message: Any, key: MaskKey = None) -> Any:
         if isinstance(v, str):
             new: Any = mask_secrets(v, key)
         elif isinstance(v, list | dict):
+            if k == "tool_calls" and _plain_calls(v):
+                continue
             new = _mask_value(v, key, k)
         else:
             continue
