@@ -183,8 +183,19 @@ _RULES: list[_Rule] = [
 _ANY_NEEDLE = tuple(sorted({n.lower() for rule in _RULES for n in rule.needles if not n.lower().startswith("sk-ant")}))
 
 
+#: per rule, the pre-check needles (above) that gate it: one of them is in every text the rule can match
+_GATES: list[frozenset[str]] = [
+    frozenset(g for g in _ANY_NEEDLE if any(g in n.lower() for n in rule.needles)) for rule in _RULES
+]
+
+
 def _may_hold_secret(text: str) -> bool:
     return any(map(text.lower().__contains__, _ANY_NEEDLE))  # no Python frame per needle
+
+
+def _present(text: str) -> frozenset[str]:
+    """The pre-check needles in ``text`` (lower-cased once, each needle searched once)."""
+    return frozenset(filter(text.lower().__contains__, _ANY_NEEDLE))
 
 
 def mask_secrets(text: str, key: MaskKey = None) -> str:
@@ -199,13 +210,21 @@ def mask_secrets(text: str, key: MaskKey = None) -> str:
     ``key``: the HMAC key of the placeholders (give one; see the module docstring).
     Idempotent: masking twice gives the same text.
     """
-    if not text or not _may_hold_secret(text):
+    if not text:
+        return text
+    present = _present(text)
+    if not present:
         return text
     mac = _key_bytes(key)
     lowered: str | None = None
     if "AKIA" in text or "ASIA" in text:
-        text = _mask_aws_pairs(text, mac)
-    for rule in _RULES:
+        masked = _mask_aws_pairs(text, mac)
+        if masked != text:
+            text, present = masked, _present(masked)
+    for rule, gate in zip(_RULES, _GATES, strict=True):
+        # the gate is a cheap set test; a rule it lets through checks its own needles as before
+        if present.isdisjoint(gate):
+            continue
         if rule.lower:
             if lowered is None:
                 lowered = text.lower()
@@ -218,6 +237,7 @@ def mask_secrets(text: str, key: MaskKey = None) -> str:
         if new_text != text:
             text = new_text
             lowered = None
+            present = _present(text)  # a replacement changes which needles the later rules see
     return text
 
 
@@ -284,6 +304,29 @@ def _mask_value(value: Any, key: MaskKey, field: str = "") -> Any:
     return value
 
 
+_CALL_FIELDS = frozenset({"id", "type", "function"})
+_FUNCTION_FIELDS = frozenset({"name", "arguments"})
+
+
+def _plain_calls(calls: Any) -> bool:
+    """Standard tool calls whose name and arguments hold no needle: what :func:`_mask_value` would
+    return unchanged, checked without its walk (every assistant turn has some)."""
+    if type(calls) is not list:
+        return False
+    for call in calls:
+        if type(call) is not dict or not call.keys() <= _CALL_FIELDS:
+            return False
+        if any(type(call[f]) is not str for f in ("id", "type") if f in call):
+            return False
+        function = call.get("function")
+        if type(function) is not dict or not function.keys() <= _FUNCTION_FIELDS:
+            return False
+        for value in function.values():
+            if type(value) is not str or "\\u" in value or _may_hold_secret(value):
+                return False
+    return True
+
+
 def mask_message(message: Any, key: MaskKey = None) -> Any:
     """``message`` with secrets masked in every string it holds (ids and roles aside); copy on write."""
     if not isinstance(message, dict):
@@ -295,6 +338,8 @@ def mask_message(message: Any, key: MaskKey = None) -> Any:
         if isinstance(v, str):
             new: Any = mask_secrets(v, key)
         elif isinstance(v, list | dict):
+            if k == "tool_calls" and _plain_calls(v):
+                continue
             new = _mask_value(v, key, k)
         else:
             continue
