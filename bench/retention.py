@@ -25,11 +25,10 @@ The baseline is a sliding window: the system message plus the most recent messag
 number of tokens as the pipeline's output. Constraints are also checked with ``check_drift``
 (no ``constraint_inverted`` / ``constraint_dropped`` finding): "kept with negation".
 
-Real runs: when the folder ``shared/real`` beside the repository (or ``$REAL_RUNS_DIR``, or
-``--real DIR``) exists, its runs are compressed too and probed for task ids (ids in tool
-arguments), edited files, the last error and later user instructions found in the middle. That
-folder is never part of the repository; without it this part is skipped with a message. Prints
-numbers only; nothing is asserted.
+Real runs: given a folder of them (``--real DIR`` or ``$REAL_RUNS_DIR``), its runs are compressed
+too and probed for task ids (ids in tool arguments), edited files, the last error and later user
+instructions found in the middle. That folder is never part of the repository; without one this
+part is skipped with a message. Prints numbers only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -776,10 +775,10 @@ def real_probes(messages: list[Message], start: int, end: int) -> dict[str, set[
     return probes
 
 
-def run_real(folder: Path, windows: list[int]) -> None:
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+def run_real(folder: Path | None, windows: list[int]) -> None:
+    files = sorted(folder.glob("*.json")) if folder and folder.is_dir() else []
     if not files:
-        print(f"\nreal runs: {folder} not found (or empty); skipping the real-run probes")
+        print(f"\nreal runs: {folder or 'no --real DIR / REAL_RUNS_DIR given'} not found (or empty); skipping them")
         return
     print(f"\nreal runs from {folder} ({len(files)} files): probes kept, pipeline / sliding window")
     totals: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -821,15 +820,14 @@ def main() -> None:
     parser.add_argument("--windows", default="8000,16000,32000")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--misses", choices=("none", "dev", "held", "all"), default="none", help="list missed facts")
-    # the real runs live beside the repository (never inside it); REAL_RUNS_DIR overrides
-    beside = Path(__file__).resolve().parents[2] / "shared" / "real"
-    parser.add_argument("--real", default=os.environ.get("REAL_RUNS_DIR", str(beside)))
+    # real runs are never part of the repository: the caller names their folder
+    parser.add_argument("--real", default=os.environ.get("REAL_RUNS_DIR", ""), help="a folder of real runs")
     parser.add_argument("--no-planted", action="store_true")
     args = parser.parse_args()
     windows = [int(w) for w in args.windows.split(",")]
     if not args.no_planted:
         run_planted(windows, args.seeds, args.misses)
-    run_real(Path(args.real), windows)
+    run_real(Path(args.real) if args.real else None, windows)
     sys.stdout.flush()
 
 
