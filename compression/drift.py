@@ -54,17 +54,44 @@ DRIFT_KINDS = (
 )
 
 
+#: what each finding's ``code`` means, in English; the console translates by code
+DETAILS: dict[str, str] = {
+    "negation_missing": "the summary states the constrained action without its negation",
+    "requirement_negated": "the summary negates a requirement",
+    "approval_refused": "an approval became a refusal",
+    "not_restated": "no restatement found",
+    "approval_lost": "approval lost",
+    "constraint_unsourced": "a prohibition or approval no user gave",
+    "pinned_unsourced": "a pinned constraint or approval that is not in the originals",
+    "user_identifier_missing": "an identifier the user gave is not in the summary",
+    "assistant_identifier_missing": "an identifier the assistant reported is not in the summary",
+    "identifier_unsourced": "an identifier that appears nowhere in the originals",
+    "number_unsourced": "a number that appears nowhere in the originals",
+    "limit_number_unsourced": "a number in a limit that appears nowhere in the originals",
+    "hedge_dropped": "an uncertain statement became a certain one",
+    "limit_exceeded": "the summary reports a number past the limit",
+    "window_violated": "the summary reports the action in the window",
+}
+
+
 @dataclass(frozen=True)
 class DriftFinding:
-    """One suspected drift, with quotes from both sides."""
+    """One suspected drift, with quotes from both sides.
+
+    ``code`` says which check fired (a key of :data:`DETAILS`); ``detail`` is its English sentence.
+    """
 
     kind: str
     severity: str  # high | medium | low
     evidence: dict[str, str]  # {"original": ..., "summary": ...}
     source_index: int | None = None
-    detail: str = ""
+    code: str = ""
     #: where ``source_index`` points: "segment" (``original_messages``) or "context" (``context_messages``)
     scope: str = "segment"
+
+    @property
+    def detail(self) -> str:
+        return DETAILS.get(self.code, self.code)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +99,7 @@ class DriftFinding:
             "severity": self.severity,
             "evidence": dict(self.evidence),
             "source_index": self.source_index,
+            "code": self.code,
             "detail": self.detail,
             "scope": self.scope,
         }
@@ -649,8 +677,8 @@ def _corpus(messages: Iterable[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------- checks
 
 
-def _finding(kind: str, c: _Statement, summary: str, detail: str, severity: str = "high") -> DriftFinding:
-    return DriftFinding(kind, severity, {"original": c.text, "summary": summary}, c.index, detail)
+def _finding(kind: str, c: _Statement, summary: str, code: str, severity: str = "high") -> DriftFinding:
+    return DriftFinding(kind, severity, {"original": c.text, "summary": summary}, c.index, code)
 
 
 def _negates(s: _Statement, terms: set[str], cue: re.Pattern[str] | None = None) -> bool:
@@ -744,14 +772,12 @@ def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summa
     for s in prose:
         # stated without its negation, as requested/planned/done: inverted, whatever else the summary says
         if _inverts(c, s, strict, bool(negated)):
-            return _finding(
-                "constraint_inverted", c, s.text, "the summary states the constrained action without its negation"
-            )
+            return _finding("constraint_inverted", c, s.text, "negation_missing")
     if c.text in summary or negated:
         return None
     if pinned and c.text in pinned:
         return None
-    return _finding("constraint_dropped", c, "", "no restatement found")
+    return _finding("constraint_dropped", c, "", "not_restated")
 
 
 def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
@@ -769,10 +795,10 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
             for clause in _whole(s)
         )
         if negates or _widens(c, s):
-            return _finding("constraint_inverted", c, s.text, "the summary negates a requirement")
+            return _finding("constraint_inverted", c, s.text, "requirement_negated")
     if about or c.text in summary or (pinned and c.text in pinned):
         return None
-    return _finding("constraint_dropped", c, "", "no restatement found")
+    return _finding("constraint_dropped", c, "", "not_restated")
 
 
 _HARD_NEG = re.compile(_HARD_NEG_EN.pattern + "|" + _HARD_NEG_ZH.pattern, re.I)
@@ -824,7 +850,7 @@ def _check_bound(c: _Statement, prose: list[_Statement]) -> DriftFinding | None:
                     continue
                 for change in _CHANGE_TO.finditer(part.text):
                     if _past_limit(clause, float(change.group(1) or change.group(2))):
-                        return _finding("constraint_inverted", c, s.text, "the summary reports a number past the limit")
+                        return _finding("constraint_inverted", c, s.text, "limit_exceeded")
     window = _WINDOW.search(c.text)
     if window is None or not _is_prohibitive(c.text):
         return None
@@ -837,7 +863,7 @@ def _check_bound(c: _Statement, prose: list[_Statement]) -> DriftFinding | None:
                 continue
             for clock in _CLOCK.finditer(part.text):
                 if start <= int(clock.group(1)) * 60 + int(clock.group(2)) < end:
-                    return _finding("constraint_inverted", c, s.text, "the summary reports the action in the window")
+                    return _finding("constraint_inverted", c, s.text, "window_violated")
     return None
 
 
@@ -869,10 +895,10 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
         for s in about:
             # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
             if _negates(s, a.terms, _PENDING):
-                return _finding("constraint_inverted", a, s.text, "an approval became a refusal")
+                return _finding("constraint_inverted", a, s.text, "approval_refused")
     if a.text in summary or about:
         return None
-    return _finding("constraint_dropped", a, "", "approval lost", "medium")
+    return _finding("constraint_dropped", a, "", "approval_lost", "medium")
 
 
 def _check_fabricated(
@@ -895,7 +921,7 @@ def _check_fabricated(
                 "medium",
                 {"original": "", "summary": s.text},
                 None,
-                "a prohibition or approval no user gave",
+                "constraint_unsourced",
             )
         )
     for fact in pinned_facts_of(pinned):
@@ -906,7 +932,7 @@ def _check_fabricated(
                     "medium",
                     {"original": "", "summary": fact.text},
                     None,
-                    "a pinned constraint or approval that is not in the originals",
+                    "pinned_unsourced",
                 )
             )
     return findings
@@ -968,9 +994,7 @@ def _check_identifiers(
                         "medium" if ident in in_constraints else "low",
                         {"original": ident, "summary": ""},
                         index,
-                        "an identifier the user gave is not in the summary"
-                        if by_user
-                        else "an identifier the assistant reported is not in the summary",
+                        "user_identifier_missing" if by_user else "assistant_identifier_missing",
                     )
                 )
     unique: dict[str, DriftFinding] = {}
@@ -980,21 +1004,20 @@ def _check_identifiers(
     prose, _ = _split_summary(summary)
     for ident in sorted(_identifiers(prose) - {q.group(0) for q in _QUANTITY.finditer(prose)}):
         if not _is_in(ident, corpus):
-            findings.append(_fabricated(ident, "an identifier that appears nowhere in the originals"))
+            findings.append(_fabricated(ident, "identifier_unsourced"))
     # a number with its unit that no message holds: serious in a restated limit ("每晚不超过 1000 元");
     # elsewhere it may be derived (a sum, a conversion), so only noted
     for line in prose.splitlines():
         limit = _is_constraint(line) or _BOUND.search(line)
         for quantity in _QUANTITY.finditer(line):
             if not _is_in(quantity.group(0), corpus):
-                where = "in a limit " if limit else ""
-                detail = f"a number {where}that appears nowhere in the originals"
-                findings.append(_fabricated(quantity.group(0), detail, "medium" if limit else "low"))
+                code = "limit_number_unsourced" if limit else "number_unsourced"
+                findings.append(_fabricated(quantity.group(0), code, "medium" if limit else "low"))
     return findings
 
 
-def _fabricated(ident: str, detail: str, severity: str = "medium") -> DriftFinding:
-    return DriftFinding("identifier_fabricated", severity, {"original": "", "summary": ident}, None, detail)
+def _fabricated(ident: str, code: str, severity: str = "medium") -> DriftFinding:
+    return DriftFinding("identifier_fabricated", severity, {"original": "", "summary": ident}, None, code)
 
 
 def _hedged(sentence: str, index: int) -> list[_Statement]:
@@ -1050,7 +1073,7 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
                         "medium",
                         {"original": h.text, "summary": about[0].text},
                         h.index,
-                        "an uncertain statement became a certain one",
+                        "hedge_dropped",
                     )
                 )
                 break

@@ -43,6 +43,22 @@ OnStage = Callable[[str], None]
 OnArchive = Callable[[Archive], None]
 
 
+#: every code a :class:`CompressionWarning` can carry
+WARNING_CODES = (
+    "summary_failed",
+    "still_over_threshold",
+    "fixed_part_over_trigger",
+    "repeated_compression",
+    "auto_compression_stopped",
+    "nothing_to_compress",
+    "no_token_savings",
+    "facts_failed",
+    "summary_over_budget",
+    "input_repaired",
+    "pruned_only",
+)
+
+
 @dataclass(frozen=True)
 class CompressionWarning:
     """A degradation the caller should know about.
@@ -56,9 +72,11 @@ class CompressionWarning:
 
     code: str
     message: str
+    #: the numbers and names ``message`` is built from, so a reader can word it in another language
+    params: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "params": dict(self.params)}
 
 
 @dataclass
@@ -355,7 +373,13 @@ class Compressor:
                 facts = select_facts(facts)
             previous = find_previous_summary(segment)
         except Exception as exc:  # facts are a bonus: a bug there must not stop compression
-            warnings.append(CompressionWarning("facts_failed", f"fact extraction failed: {type(exc).__name__}: {exc}"))
+            warnings.append(
+                CompressionWarning(
+                    "facts_failed",
+                    f"fact extraction failed: {type(exc).__name__}: {exc}",
+                    {"error": f"{type(exc).__name__}: {exc}"},
+                )
+            )
         request = SummaryRequest(
             messages=segment,
             start_index=start_index,
@@ -425,8 +449,9 @@ class Compressor:
         if all(_is_ours(m) for m in middle):
             if pruned.items or head_items:
                 return self._pruned_only(messages, pruned, stages, tokens_before, bounds, head, head_items, known)
+            reason = "no_middle" if not middle else "only_summary"
             why = "no middle segment" if not middle else "the middle holds only an earlier summary"
-            warning = CompressionWarning("nothing_to_compress", f"nothing to compress: {why}")
+            warning = CompressionWarning("nothing_to_compress", f"nothing to compress: {why}", {"reason": reason})
             return self._unchanged(messages, stages, tokens_before, bounds, [warning], known)
 
         counts = stages.start("archive")
@@ -491,7 +516,13 @@ class Compressor:
             limit = plan.request.max_tokens
             size = self.counter.text(body)
             if size > limit * 1.25:
-                warnings.append(CompressionWarning("summary_over_budget", f"summary has {size} tokens, budget {limit}"))
+                warnings.append(
+                    CompressionWarning(
+                        "summary_over_budget",
+                        f"summary has {size} tokens, budget {limit}",
+                        {"tokens": size, "budget": limit},
+                    )
+                )
         else:
             body = render_failure_body(len(archive), plan.facts, outcome.error, max_chars=plan.request.max_tokens * 3)
             warnings.append(
@@ -499,6 +530,7 @@ class Compressor:
                     "summary_failed",
                     f"summarizer {outcome.generator} failed ({outcome.error}); "
                     f"{len(archive)} messages archived without a summary",
+                    {"generator": outcome.generator, "error": outcome.error, "archived": len(archive)},
                 )
             )
         from .facts import segment_history_range
@@ -539,6 +571,7 @@ class Compressor:
             warning = CompressionWarning(
                 "no_token_savings",
                 f"compressed history ({tokens_after} tokens) is not smaller than the input ({plan.tokens_before})",
+                {"tokens_after": tokens_after, "tokens_before": plan.tokens_before},
             )
             return self._unchanged(plan.messages, stages, plan.tokens_before, bounds, [*warnings, warning], plan.known)
 
@@ -603,6 +636,7 @@ class Compressor:
                     "fixed_part_over_trigger",
                     f"the system prompt, the first and the latest user messages (and the kept prefix) take "
                     f"{fixed} tokens: with the smallest summary they leave no room under the trigger ({trigger})",
+                    {"fixed": fixed, "trigger": trigger},
                 )
             )
         return result
@@ -641,18 +675,25 @@ class Compressor:
         """Pruning old tool output was enough: everything left fits the tail, so there is nothing to summarize."""
         items = [*head_items, *(p for p in pruned.items if p.index >= bounds.head_end)]
         if not items:  # only the head was pruned, and the head is protected
-            warning = CompressionWarning("nothing_to_compress", "nothing to compress: no middle segment")
+            warning = CompressionWarning(
+                "nothing_to_compress", "nothing to compress: no middle segment", {"reason": "no_middle"}
+            )
             return self._unchanged(messages, stages, tokens_before, bounds, [warning], known)
         # the head as in a full compression: its original messages, but for one too big to keep
         kept = head + pruned.messages[bounds.head_end :]
         repaired, report, tokens_after = self._validate(kept, stages, known)
         if tokens_after >= tokens_before:
-            warning = CompressionWarning("no_token_savings", "pruning tool output did not make the history smaller")
+            warning = CompressionWarning(
+                "no_token_savings",
+                "pruning tool output did not make the history smaller",
+                {"tokens_after": tokens_after, "tokens_before": tokens_before},
+            )
             return self._unchanged(messages, stages, tokens_before, bounds, [warning], known)
         warnings = [
             CompressionWarning(
                 "pruned_only",
                 f"pruned {len(items)} old tool results; the rest fits the tail, so nothing was summarized",
+                {"pruned": len(items)},
             )
         ]
         warnings.extend(self._track_thrash(tokens_after, any(_is_summary(m) for m in messages)))
@@ -702,13 +743,20 @@ class Compressor:
         if tokens_after < trigger:
             state.reset()
             return []
-        out = [CompressionWarning("still_over_threshold", f"{tokens_after} tokens left, trigger is {trigger}")]
+        out = [
+            CompressionWarning(
+                "still_over_threshold",
+                f"{tokens_after} tokens left, trigger is {trigger}",
+                {"tokens": tokens_after, "trigger": trigger},
+            )
+        ]
         state.ineffective += 1
         if repeated:
             out.append(
                 CompressionWarning(
                     "repeated_compression",
                     f"compressed again and still over the trigger ({state.ineffective} times in a row)",
+                    {"times": state.ineffective},
                 )
             )
         if state.ineffective >= self.config.max_ineffective_compressions and not state.stopped:

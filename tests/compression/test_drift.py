@@ -431,3 +431,22 @@ class TestParaphrasesAndScope:
         findings = check_drift(messages, "- 每晚预算不超过 1000 元。")
         assert ("identifier_fabricated", "medium") in {(f.kind, f.severity) for f in findings}
         assert "identifier_missing" in kinds(findings)
+
+
+
+def test_every_warning_code_and_detail_code_is_listed():
+    """The console translates warnings and finding details by code: every code the library writes is listed."""
+    import re
+    from pathlib import Path
+
+    import compression.drift as drift
+    import compression.pipeline as pipeline
+
+    written = set(re.findall(r'CompressionWarning\(\s*"(\w+)"', Path(pipeline.__file__).read_text()))
+    assert written == set(pipeline.WARNING_CODES)
+    source = Path(drift.__file__).read_text()
+    checks = source[source.index("# ---------------------------------------------------------------- checks") :]
+    quoted = set(re.findall(r'"([a-z]+(?:_[a-z]+)+)"', checks))
+    codes = quoted - set(drift.DRIFT_KINDS) - {"segment", "context"}
+    assert codes <= set(drift.DETAILS), codes - set(drift.DETAILS)
+    assert set(drift.DETAILS) <= quoted, set(drift.DETAILS) - quoted
