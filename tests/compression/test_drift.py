@@ -433,7 +433,6 @@ class TestParaphrasesAndScope:
         assert "identifier_missing" in kinds(findings)
 
 
-
 def test_every_warning_code_and_detail_code_is_listed():
     """The console translates warnings and finding details by code: every code the library writes is listed."""
     import re
