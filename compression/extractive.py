@@ -408,6 +408,7 @@ class ExtractiveSummarizer:
             text=text,
             generator=self.name,
             prompt_version=EXTRACTIVE_VERSION,
+            input_tokens=request.segment_tokens or 0,
             output_tokens=count_text_tokens(text),
             latency_ms=(time.perf_counter() - started) * 1000,
         )

@@ -267,3 +267,16 @@ class TestSessionLanguage:
         for text in texts:
             assert text.count("## 进展") == 1 and "## Progress" not in text, text
         assert "第 0 轮" in texts[1] or "第 0 轮" in texts[2]  # lines carried from the first summary
+
+
+def test_the_extractive_summarizer_reports_the_tokens_it_read() -> None:
+    """Provenance said "Tokens 0 → 459" for every extractive summary: it reads the whole segment."""
+    from compression import CompressionConfig, Compressor
+
+    history: list[dict] = [{"role": "system", "content": "agent"}, user("Start the export investigation.")]
+    for i in range(30):
+        history += [calls(call(f"c{i}", "terminal", cmd=f"cat f{i}.log")), tool(f"c{i}", f"line {i}\n" * 60)]
+    history.append(user("Go on."))
+    result = Compressor(CompressionConfig(context_window_tokens=2_000), ExtractiveSummarizer()).compress(history)
+    assert result.was_compressed and result.summary is not None
+    assert result.summary.input_tokens > result.summary.output_tokens > 0
