@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from ..diff import word_diff
+from ..diff.words import word_diff
 from ..display import may_reveal, message_view, render_markdown, shown
 from ..models import Archive, CompressionRun, DriftCase, Summary
 from ..services import Conflict, ServiceError
