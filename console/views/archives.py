@@ -21,7 +21,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from ..diff.words import word_diff
 from ..display import may_reveal, message_view, render_markdown, shown
-from ..models import Archive, CompressionRun, DriftCase, Summary
+from ..models import Archive, DriftCase, Summary
 from ..services import Conflict, ServiceError
 from ..summaries import (
     PROMOTABLE,
@@ -32,6 +32,7 @@ from ..summaries import (
     request_resummarize,
 )
 from ..summarizers import PROMPT_VERSIONS, default_summarizer_name
+from ..web import labels
 from . import (
     OPEN_CASE,
     PROMOTE,
@@ -52,60 +53,6 @@ PAGE_SIZE = 200
 #: htmx events pages listen to, to refresh what a promote or a re-summarize changed
 PROMOTED = "summaryPromoted"
 CHANGED = "summaryChanged"
-
-TRIGGER_LABELS = {
-    **dict(CompressionRun.Trigger.choices),
-    "resummarize": gettext_lazy("re-summarize"),
-}
-FACT_KINDS = {
-    "constraint": gettext_lazy("constraint"),
-    "approval": gettext_lazy("approval"),
-    "error": gettext_lazy("error"),
-    "path": gettext_lazy("path"),
-    "decision": gettext_lazy("decision"),
-    "command": gettext_lazy("command"),
-    "identifier": gettext_lazy("identifier"),
-}
-FINDING_KINDS = {
-    "constraint_dropped": gettext_lazy("constraint dropped"),
-    "constraint_inverted": gettext_lazy("constraint inverted"),
-    "constraint_fabricated": gettext_lazy("constraint fabricated"),
-    "identifier_missing": gettext_lazy("identifier missing"),
-    "identifier_fabricated": gettext_lazy("identifier fabricated"),
-    "hedge_lost": gettext_lazy("uncertainty lost"),
-    "other": gettext_lazy("other"),  # a case opened by hand about something else
-}
-SEVERITIES = {"high": gettext_lazy("high"), "medium": gettext_lazy("medium"), "low": gettext_lazy("low")}
-#: what the library's drift checks write as a finding's detail, translated for the page (others are shown as is)
-DETAILS = {
-    "the summary states the constrained action without its negation": gettext_lazy(
-        "the summary states the constrained action without its negation"
-    ),
-    "the summary negates a requirement": gettext_lazy("the summary negates a requirement"),
-    "an approval became a refusal": gettext_lazy("an approval became a refusal"),
-    "no restatement found": gettext_lazy("no restatement found"),
-    "approval lost": gettext_lazy("approval lost"),
-    "a prohibition or approval no user gave": gettext_lazy("a prohibition or approval no user gave"),
-    "a pinned constraint or approval that is not in the originals": gettext_lazy(
-        "a pinned constraint or approval that is not in the originals"
-    ),
-    "an identifier the user gave is not in the summary": gettext_lazy(
-        "an identifier the user gave is not in the summary"
-    ),
-    "an identifier that appears nowhere in the originals": gettext_lazy(
-        "an identifier that appears nowhere in the originals"
-    ),
-    "an uncertain statement became a certain one": gettext_lazy("an uncertain statement became a certain one"),
-    "the summary reports a number past the limit": gettext_lazy("the summary reports a number past the limit"),
-    "the summary reports the action in the window": gettext_lazy("the summary reports the action in the window"),
-    "an identifier the assistant reported is not in the summary": gettext_lazy(
-        "an identifier the assistant reported is not in the summary"
-    ),
-    "a number that appears nowhere in the originals": gettext_lazy("a number that appears nowhere in the originals"),
-    "a number in a limit that appears nowhere in the originals": gettext_lazy(
-        "a number in a limit that appears nowhere in the originals"
-    ),
-}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -160,7 +107,7 @@ def provenance(summary: Summary, reveal: bool = False) -> Provenance:
         output_tokens=data.get("output_tokens"),
         budget_tokens=data.get("budget_tokens"),
         latency_ms=data.get("latency_ms"),
-        trigger=str(TRIGGER_LABELS.get(trigger, trigger)) if trigger else None,
+        trigger=str(labels.label(labels.TRIGGERS, trigger)) if trigger else None,
         created_by=created_by or data.get("created_by") or None,
     )
 
@@ -212,7 +159,7 @@ def shown_facts(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
     return [
         {
             "kind": fact.get("kind") or "",
-            "kind_label": FACT_KINDS.get(fact.get("kind") or "", fact.get("kind") or ""),
+            "kind_label": labels.label(labels.FACT_KINDS, fact.get("kind") or ""),
             "text": shown(str(fact.get("text") or ""), reveal),
             "role": fact.get("role") or "",
             "index": fact.get("source_index"),
@@ -230,12 +177,12 @@ def shown_findings(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
         out.append(
             {
                 "kind": finding.get("kind") or "",
-                "kind_label": FINDING_KINDS.get(finding.get("kind") or "", finding.get("kind") or ""),
+                "kind_label": labels.label(labels.FINDING_KINDS, finding.get("kind") or ""),
                 "severity": finding.get("severity") or "",
-                "severity_label": SEVERITIES.get(finding.get("severity") or "", finding.get("severity") or ""),
+                "severity_label": labels.label(labels.SEVERITIES, finding.get("severity") or ""),
                 "original": shown(str(evidence.get("original") or ""), reveal),
                 "summary": shown(str(evidence.get("summary") or ""), reveal),
-                "detail": DETAILS.get(finding.get("detail") or "", finding.get("detail") or ""),
+                "detail": labels.detail_label(finding),
                 "index": index,
                 "link": source_link(summary.archive, index),
                 "key": finding_key(finding),
@@ -306,8 +253,8 @@ def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 def labelled(case: DriftCase) -> DriftCase:
     """Attach the translated labels the templates show."""
-    case.severity_label = SEVERITIES.get(case.severity, case.severity)  # type: ignore[attr-defined]
-    case.kind_labels = [FINDING_KINDS.get(k, k) for k in case.kind_list]  # type: ignore[attr-defined]
+    case.severity_label = labels.label(labels.SEVERITIES, case.severity)  # type: ignore[attr-defined]
+    case.kind_labels = [labels.label(labels.FINDING_KINDS, k) for k in case.kind_list]  # type: ignore[attr-defined]
     return case
 
 

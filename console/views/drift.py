@@ -32,6 +32,8 @@ from ..display import render_markdown, shown
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
 from ..services import ServiceError
+from ..web import labels
+from ..web.labels import FINDING_KINDS, SEVERITIES
 from . import (
     OPEN_CASE,
     REVIEW,
@@ -44,9 +46,6 @@ from . import (
     see_other,
 )
 from .archives import (
-    DETAILS,
-    FINDING_KINDS,
-    SEVERITIES,
     ResummarizeForm,
     labelled,
     provenance,
@@ -219,10 +218,10 @@ def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
         pairs.append(
             {
                 "kind": finding.get("kind", ""),
-                "kind_label": FINDING_KINDS.get(finding.get("kind", ""), finding.get("kind", "")),
+                "kind_label": labels.label(labels.FINDING_KINDS, finding.get("kind", "")),
                 "severity": finding.get("severity", ""),
-                "severity_label": SEVERITIES.get(finding.get("severity", ""), finding.get("severity", "")),
-                "detail": DETAILS.get(finding.get("detail", ""), finding.get("detail", "")),
+                "severity_label": labels.label(labels.SEVERITIES, finding.get("severity", "")),
+                "detail": labels.detail_label(finding),
                 "manual": bool(finding.get("manual")),
                 "original": original,
                 "index": index,
@@ -236,26 +235,9 @@ def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
     return pairs
 
 
-HISTORY_LABELS = {
-    "drift_case.open": gettext_lazy("opened the case"),
-    "drift_case.update": gettext_lazy("changed the review"),
-    "drift_case.comment": gettext_lazy("commented"),
-    "drift_case.resolve": gettext_lazy("resolved it by promoting a clean version"),
-}
-FIELD_LABELS = {
-    "status": gettext_lazy("status"),
-    "assignee": gettext_lazy("assignee"),
-    "verdict": gettext_lazy("verdict"),
-    "fixed_by": gettext_lazy("fixed by"),
-}
-
-
-STATUS_LABELS = dict(DriftCase.Status.choices)
-
-
 def _value(name: str, state: dict[str, Any]) -> Any:
     value = state.get(name)
-    return STATUS_LABELS.get(str(value), value) if name == "status" else value
+    return labels.label(labels.CASE_STATUSES, str(value), value) if name == "status" else value
 
 
 def history_rows(case: DriftCase) -> list[dict[str, Any]]:
@@ -263,11 +245,15 @@ def history_rows(case: DriftCase) -> list[dict[str, Any]]:
     for event in drift.history(case):
         before, after = event.before or {}, event.after or {}
         changes = [
-            {"field": FIELD_LABELS.get(name, name), "before": _value(name, before), "after": _value(name, after)}
-            for name in FIELD_LABELS
+            {
+                "field": labels.label(labels.CASE_FIELDS, name),
+                "before": _value(name, before),
+                "after": _value(name, after),
+            }
+            for name in labels.CASE_FIELDS
             if name in after and before.get(name) != after.get(name)
         ]
-        rows.append({"event": event, "label": HISTORY_LABELS.get(event.action, event.action), "changes": changes})
+        rows.append({"event": event, "label": labels.label(labels.CASE_ACTIONS, event.action), "changes": changes})
     return rows
 
 

@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, pgettext
+from django.utils.translation import pgettext
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -30,42 +30,9 @@ from ..diff.words import inline_diff
 from ..display import MessageView, may_reveal, message_view, pretty_arguments, shown
 from ..models import Archive, CompressionRun, Message, Summary
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
+from ..web import labels
 from . import VIEW, int_or_none, load_messages, partial, reveal_requested
 
-KIND_LABELS = {
-    history.KEPT: gettext_lazy("unchanged"),
-    history.PRUNED: gettext_lazy("pruned"),
-    history.TRUNCATED: gettext_lazy("arguments shortened"),
-    history.ARCHIVED: gettext_lazy("archived"),
-    history.INSERTED: gettext_lazy("inserted"),
-    history.PATCHED: gettext_lazy("patched"),
-    history.REMOVED: gettext_lazy("removed"),
-    history.MOVED: gettext_lazy("moved"),
-    history.CHANGED: gettext_lazy("changed"),
-}
-KIND_HELP = {
-    history.PRUNED: gettext_lazy("tool results replaced by a one-line description or a pointer to a later copy"),
-    history.TRUNCATED: gettext_lazy("tool calls whose long arguments were shortened"),
-    history.ARCHIVED: gettext_lazy("messages moved to the archive and summarized"),
-    history.INSERTED: gettext_lazy("messages the compressor added: summary, acknowledgement, bridge"),
-    history.PATCHED: gettext_lazy("messages the validator added or changed (lost tool results, malformed fields)"),
-    history.REMOVED: gettext_lazy("messages the validator dropped (orphan or duplicate tool results)"),
-    history.MOVED: gettext_lazy("tool results the validator moved next to their call"),
-    history.CHANGED: gettext_lazy("messages that differ for no recorded reason"),
-}
-INSERTED_LABELS = {
-    "summary": gettext_lazy("summary"),
-    "bridge": gettext_lazy("bridge"),
-    "acknowledgement": gettext_lazy("acknowledgement"),
-}
-REPAIR_LABELS = {
-    "dropped": gettext_lazy("dropped"),
-    "fixed": gettext_lazy("fixed"),
-    "moved": gettext_lazy("moved"),
-    "patched": gettext_lazy("patched (result lost)"),
-    "merged": gettext_lazy("merged"),
-    "inserted": gettext_lazy("inserted"),
-}
 VIEWS = ("side", "unified")
 #: characters of a message a diff row shows before "show the rest" (rows come two by two)
 DIFF_PREVIEW_CHARS = 600
@@ -136,7 +103,7 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
         "stages": _stages(run.stages),
         "pruned": _pruned(run, diff_ctx["shown_anchors"], diff_ctx["run_url"]),
         "repairs": _repairs(run.repair),
-        "warnings": [w for w in run.warnings if isinstance(w, dict)],
+        "warnings": [w | {"text": labels.warning_text(w)} for w in run.warnings if isinstance(w, dict)],
         "warning_codes": {w.get("code") for w in run.warnings if isinstance(w, dict)},
     }
 
@@ -169,7 +136,7 @@ def _stages(stages: Any) -> list[dict[str, Any]]:
                 "ms": ms,
                 "width": max(0.5, round(100 * ms / longest, 1)),
                 "share": round(100 * ms / total, 1),
-                "counts": [(k, _count(k, v)) for k, v in counts.items()],
+                "counts": [(labels.label(labels.STAGE_COUNTS, k), _count(k, v)) for k, v in counts.items()],
             }
         )
     return out
@@ -234,11 +201,11 @@ def _segments(run: CompressionRun, rows: list[history.Row], archived: bool) -> d
     cuts_out = (out_sizes[0], out_sizes[0] + out_sizes[1])
     tokens = _segment_tokens(run, {"in": (head, tail), "out": cuts_out})
 
-    def parts(sizes: list[int], labels: list[Any]) -> list[dict[str, Any]]:
+    def parts(sizes: list[int], names: list[Any]) -> list[dict[str, Any]]:
         whole = sum(sizes) or 1
         return [
             {"name": name, "label": label, "size": size, "pct": round(100 * size / whole, 2)}
-            for name, label, size in zip(("head", "middle", "tail"), labels, sizes, strict=True)
+            for name, label, size in zip(("head", "middle", "tail"), names, sizes, strict=True)
         ]
 
     labels_in = [_("head"), _("middle"), _("tail")]
@@ -258,7 +225,6 @@ PRUNED_LISTED = 100
 
 def _pruned(run: CompressionRun, shown_anchors: set[str], run_url: str) -> dict[str, Any] | None:
     """The pruned items summed up by kind and tool, and the first ``PRUNED_LISTED`` one by one."""
-    labels = {"pruned": _("pruned"), "deduplicated": _("deduplicated"), "args_truncated": _("arguments shortened")}
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     items: list[dict[str, Any]] = []
     for item in run.pruned or ():
@@ -267,7 +233,8 @@ def _pruned(run: CompressionRun, shown_anchors: set[str], run_url: str) -> dict[
         kind, tool = str(item.get("kind", "")), str(item.get("tool", ""))
         before, after = int(item.get("tokens_before") or 0), int(item.get("tokens_after") or 0)
         group = groups.setdefault(
-            (kind, tool), {"kind_label": labels.get(kind, kind), "tool": tool, "count": 0, "before": 0, "after": 0}
+            (kind, tool),
+            {"kind_label": labels.label(labels.PRUNED_KINDS, kind), "tool": tool, "count": 0, "before": 0, "after": 0},
         )
         group["count"] += 1
         group["before"] += before
@@ -294,7 +261,7 @@ def _repairs(repair: Any) -> list[dict[str, Any]]:
     if not isinstance(repair, dict):
         return []
     out = []
-    for name, label in REPAIR_LABELS.items():
+    for name, label in labels.REPAIRS.items():
         for item in repair.get(name) or ():
             if isinstance(item, dict):
                 index = item.get("index")
@@ -420,7 +387,7 @@ def _diff_context(
         "input_count": len(run.input_keys),
         "output_count": len(run.output_keys),
         "kind_counts": [
-            {"kind": k, "label": KIND_LABELS[k], "help": KIND_HELP.get(k, ""), "count": c}
+            {"kind": k, "label": labels.ROW_KINDS[k], "help": labels.ROW_KIND_HELP.get(k, ""), "count": c}
             for k, c in counts.items()
             if c and k != history.KEPT
         ],
@@ -495,7 +462,7 @@ def _note(row: history.Row) -> str:
             "after": note.get("tokens_after", "?"),
         }
     if "inserted" in note:
-        return str(INSERTED_LABELS.get(note["inserted"], note["inserted"]))
+        return str(labels.label(labels.INSERTED, note["inserted"]))
     if "lost_result" in note:
         return _("placeholder for the lost result of call %(id)s") % {"id": note["lost_result"]}
     if "placeholder" in note:
@@ -512,7 +479,7 @@ def _note(row: history.Row) -> str:
 
 
 def _row_view(row: history.Row, data: dict[str, tuple[Any, int]], reveal: bool) -> RowView:
-    view = RowView(row, str(KIND_LABELS.get(row.kind, row.kind)), note=_note(row))
+    view = RowView(row, str(labels.label(labels.ROW_KINDS, row.kind)), note=_note(row))
 
     def message(key: str | None) -> MessageView | None:
         if key is None or key not in data:

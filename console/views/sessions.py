@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDi
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, pgettext_lazy
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, reswap, retarget
@@ -30,6 +30,7 @@ from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Message, Session, SessionEntry, Summary
 from ..services import ServiceError, session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
+from ..web import labels
 from . import (
     COMPRESS,
     VIEW,
@@ -54,20 +55,9 @@ RUNS_SHOWN = 50
 #: run fields that can be megabytes (histories as key lists, per-message reports): never loaded for lists
 HEAVY_RUN_FIELDS = ("input_keys", "output_keys", "pruned", "boundaries", "repair", "stages", "config")
 
-#: session.status is free text from the runtime; these are the values we know how to name
-SESSION_STATUSES = {
-    "active": pgettext_lazy("session status", "active"),
-    "idle": pgettext_lazy("session status", "idle"),
-    "paused": pgettext_lazy("session status", "paused"),
-    "closed": pgettext_lazy("session status", "closed"),
-    "ended": pgettext_lazy("session status", "ended"),
-    "archived": pgettext_lazy("session status", "archived"),
-    "expired": pgettext_lazy("session status", "expired"),
-}
-
 
 def status_label(status: str) -> Any:
-    return SESSION_STATUSES.get(status, status or "—")
+    return labels.label(labels.SESSION_STATUSES, status, status or "—")
 
 
 # --------------------------------------------------------------------------- the list
