@@ -20,7 +20,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from ..diff.words import word_diff
-from ..display import may_reveal, message_view, render_markdown, shown
+from ..display import mask_unless_revealed, may_reveal, message_view, render_markdown
 from ..models import Archive, DriftCase, Summary
 from ..services import Conflict, ServiceError
 from ..summaries import (
@@ -102,7 +102,7 @@ def provenance(summary: Summary, reveal: bool = False) -> Provenance:
         endpoint=endpoint or None,
         prompt_version=data.get("prompt_version") or None,
         prompt_hash=data.get("prompt_hash") or None,
-        focus_topic=shown(str(data["focus_topic"]), reveal) if data.get("focus_topic") else None,
+        focus_topic=mask_unless_revealed(str(data["focus_topic"]), reveal) if data.get("focus_topic") else None,
         input_tokens=data.get("input_tokens"),
         output_tokens=data.get("output_tokens"),
         budget_tokens=data.get("budget_tokens"),
@@ -160,7 +160,7 @@ def shown_facts(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
         {
             "kind": fact.get("kind") or "",
             "kind_label": labels.label(labels.FACT_KINDS, fact.get("kind") or ""),
-            "text": shown(str(fact.get("text") or ""), reveal),
+            "text": mask_unless_revealed(str(fact.get("text") or ""), reveal),
             "role": fact.get("role") or "",
             "index": fact.get("source_index"),
             "link": source_link(summary.archive, fact.get("source_index")),
@@ -180,8 +180,8 @@ def shown_findings(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
                 "kind_label": labels.label(labels.FINDING_KINDS, finding.get("kind") or ""),
                 "severity": finding.get("severity") or "",
                 "severity_label": labels.label(labels.SEVERITIES, finding.get("severity") or ""),
-                "original": shown(str(evidence.get("original") or ""), reveal),
-                "summary": shown(str(evidence.get("summary") or ""), reveal),
+                "original": mask_unless_revealed(str(evidence.get("original") or ""), reveal),
+                "summary": mask_unless_revealed(str(evidence.get("summary") or ""), reveal),
                 "detail": labels.detail_label(finding),
                 "index": index,
                 "link": source_link(summary.archive, index),
@@ -452,7 +452,7 @@ def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             a = next((s for s in versions if s.pk != b.pk), a)
     ctx |= {"archive": archive, "session": archive.session, "versions": versions, "a": a, "b": b}
     if a is not None and b is not None:
-        text_a, text_b = shown(a.text, reveal), shown(b.text, reveal)
+        text_a, text_b = mask_unless_revealed(a.text, reveal), mask_unless_revealed(b.text, reveal)
         facts = split_by_key(shown_facts(a, reveal), shown_facts(b, reveal), lambda f: (f["kind"], f["text"]))
         findings = split_by_key(shown_findings(a, reveal), shown_findings(b, reveal), lambda f: f["key"])
         ctx |= {

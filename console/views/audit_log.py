@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..display import shown
+from ..display import mask_unless_revealed
 from ..models import AuditEvent, Session
 from ..web import labels
 from . import fragment, partial
@@ -125,13 +125,15 @@ class AuditQuery:
 def compact(value: Any) -> str:
     """A value on one line, cut to ``VALUE_CHARS``, secrets masked; strings unquoted unless empty."""
     text = value if isinstance(value, str) and value else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    text = shown(" ".join(text.split()))
+    text = mask_unless_revealed(" ".join(text.split()))
     return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
 
 
 def pretty(value: Any) -> str:
     """A whole before/after value as indented JSON, secrets masked ("" for none)."""
-    return "" if value is None else shown(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
+    return (
+        "" if value is None else mask_unless_revealed(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
+    )
 
 
 def changes(before: Any, after: Any) -> list[tuple[str, str | None, str]]:

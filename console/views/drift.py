@@ -28,7 +28,7 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 from compression.messages import content_text
 
 from .. import drift, regression
-from ..display import render_markdown, shown
+from ..display import mask_unless_revealed, render_markdown
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
 from ..services import ServiceError
@@ -200,19 +200,19 @@ def source_texts(case: DriftCase, reveal: bool) -> dict[int, dict[str, Any]]:
     for index, key in keys.items():
         if key in rows:
             data = rows[key][0]
-            out[index] = {"text": shown(content_text(data), reveal), "role": str(data.get("role", ""))}
+            out[index] = {"text": mask_unless_revealed(content_text(data), reveal), "role": str(data.get("role", ""))}
     return out
 
 
 def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
     """Each finding as a pair: the archive's passage (with its message) and the summary's."""
     sources = source_texts(case, reveal)
-    summary_text = shown(case.summary.text, reveal)
+    summary_text = mask_unless_revealed(case.summary.text, reveal)
     pairs = []
     for finding in case.findings:
         quoted = finding.get("evidence") or {}
-        original = shown(str(quoted.get("original") or ""), reveal)
-        said = shown(str(quoted.get("summary") or ""), reveal)
+        original = mask_unless_revealed(str(quoted.get("original") or ""), reveal)
+        said = mask_unless_revealed(str(quoted.get("summary") or ""), reveal)
         index = finding.get("message_index")
         source = sources.get(index) if isinstance(index, int) else None
         pairs.append(

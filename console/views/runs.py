@@ -27,7 +27,7 @@ from compression.messages import call_arguments, call_name, content_text
 
 from ..diff import history
 from ..diff.words import inline_diff
-from ..display import MessageView, may_reveal, message_view, pretty_arguments, shown
+from ..display import MessageView, mask_unless_revealed, may_reveal, message_view, pretty_arguments
 from ..models import Archive, CompressionRun, Message, Summary
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
 from ..web import labels
@@ -446,7 +446,7 @@ def _diff_text(data: dict[str, Any], reveal: bool) -> str:
     for call in data.get("tool_calls") or ():
         if isinstance(call, dict):
             parts.append(f"→ {call_name(call)} {pretty_arguments(call_arguments(call))}")
-    return shown("\n".join(p for p in parts if p), reveal)
+    return mask_unless_revealed("\n".join(p for p in parts if p), reveal)
 
 
 def _note(row: history.Row) -> str:

@@ -25,7 +25,7 @@ from compression import CompressionConfig
 from compression.summary_message import parse_summary_message
 
 from .. import runs as run_service
-from ..display import MessageView, ToolCallView, may_reveal, message_view, shown
+from ..display import MessageView, ToolCallView, mask_unless_revealed, may_reveal, message_view
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Message, Session, SessionEntry, Summary
 from ..services import ServiceError, session_config
@@ -296,6 +296,11 @@ def timeline(session: Session, start: int, reveal: bool) -> list[TimelineItem]:
     return items
 
 
+def _metadata_value(value: Any, reveal: bool) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return mask_unless_revealed(text, reveal)[:200]
+
+
 def _header(session: Session, reveal: bool) -> dict[str, Any]:
     try:
         config = session_config(session)
@@ -303,7 +308,10 @@ def _header(session: Session, reveal: bool) -> dict[str, Any]:
         config = CompressionConfig()
     used = session.token_count * 100 / max(1, session.context_window_tokens)
     metadata = [
-        (str(k)[:60], shown(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), reveal)[:200])
+        (
+            str(k)[:60],
+            mask_unless_revealed(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), reveal)[:200],
+        )
         for k, v in list((session.metadata or {}).items())[:12]
         if k != "channel"
     ]
