@@ -21,7 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 from ..display import mask_unless_revealed
 from ..models import AuditEvent, Session
 from ..web import labels
-from . import fragment, partial
+from ..web.htmx import fragment, partial
 
 AUDIT = "console.view_auditevent"
 PAGE_SIZE = 50

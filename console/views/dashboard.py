@@ -17,7 +17,8 @@ from ..dashboard import CASE_STATUSES, PERIODS, RUN_STATUSES, Metrics, dashboard
 from ..models import CompressionRun, DriftCase
 from ..web import labels
 from ..web.charts import Category, Series, bar_chart, hbar_chart, number
-from . import VIEW, partial
+from ..web.htmx import partial
+from . import VIEW
 
 #: a day under a bar of the daily charts (translators: a Django date format, e.g. "n月j日")
 AXIS_DATE = pgettext_lazy("date format on a chart axis", "M j")

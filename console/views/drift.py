@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import permission_required
@@ -20,7 +19,6 @@ from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpRespo
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
@@ -33,25 +31,11 @@ from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
 from ..services import ServiceError
 from ..web import labels
+from ..web.forms import CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
+from ..web.htmx import CASE_CHANGED, HtmxHttpRequest, fragment, partial, region
 from ..web.labels import FINDING_KINDS, SEVERITIES
-from . import (
-    OPEN_CASE,
-    REVIEW,
-    VIEW,
-    HtmxHttpRequest,
-    choice,
-    fragment,
-    load_messages,
-    partial,
-    see_other,
-)
-from .archives import (
-    ResummarizeForm,
-    labelled,
-    provenance,
-    source_link,
-    summary_reveal,
-)
+from ..web.presenters import finding_row, label_case, provenance
+from . import OPEN_CASE, REVIEW, VIEW, choice, load_messages, reveal_context, see_other
 
 PAGE_SIZE = 50
 #: characters of context shown either side of a quoted passage
@@ -59,8 +43,6 @@ CONTEXT = 220
 LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 #: the review form offers the next statuses in this order (reopening last)
 STATUS_ORDER = ("confirmed", "dismissed", "resolved", "open")
-#: htmx event the case page listens to, to refresh its review panel
-CASE_CHANGED = "caseChanged"
 
 
 # --------------------------------------------------------------------------- the queue
@@ -140,7 +122,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     ctx: dict[str, Any] = {
         "query": query,
         "page": page,
-        "rows": [labelled(c) for c in page.object_list],
+        "rows": [label_case(c) for c in page.object_list],
         "page_params": query.params(),
         "fragment": fragment(request),
         "statuses": DriftCase.Status.choices,
@@ -210,28 +192,15 @@ def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
     summary_text = mask_unless_revealed(case.summary.text, reveal)
     pairs = []
     for finding in case.findings:
-        quoted = finding.get("evidence") or {}
-        original = mask_unless_revealed(str(quoted.get("original") or ""), reveal)
-        said = mask_unless_revealed(str(quoted.get("summary") or ""), reveal)
-        index = finding.get("message_index")
+        row = finding_row(finding, case.summary.archive, reveal)
+        index = row["index"]
         source = sources.get(index) if isinstance(index, int) else None
-        pairs.append(
-            {
-                "kind": finding.get("kind", ""),
-                "kind_label": labels.label(labels.FINDING_KINDS, finding.get("kind", "")),
-                "severity": finding.get("severity", ""),
-                "severity_label": labels.label(labels.SEVERITIES, finding.get("severity", "")),
-                "detail": labels.detail_label(finding),
-                "manual": bool(finding.get("manual")),
-                "original": original,
-                "index": index,
-                "role": source["role"] if source else "",
-                "link": source_link(case.summary.archive, index),
-                "original_passage": passage(source["text"], original) if source else None,
-                "summary": said,
-                "summary_passage": passage(summary_text, said),
-            }
-        )
+        row |= {
+            "role": source["role"] if source else "",
+            "original_passage": passage(source["text"], row["original"]) if source else None,
+            "summary_passage": passage(summary_text, row["summary"]),
+        }
+        pairs.append(row)
     return pairs
 
 
@@ -257,33 +226,6 @@ def history_rows(case: DriftCase) -> list[dict[str, Any]]:
     return rows
 
 
-class ReviewForm(forms.Form):
-    status = forms.ChoiceField(label=gettext_lazy("Status"), choices=DriftCase.Status.choices)
-    verdict = forms.CharField(
-        label=gettext_lazy("Verdict: why"),
-        required=False,
-        max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text=gettext_lazy("Needed to confirm or dismiss: what the summary got wrong, or why it is fine."),
-    )
-
-
-class CommentForm(forms.Form):
-    quote = forms.CharField(
-        label=gettext_lazy("Quoted passage"),
-        required=False,
-        max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 2, "data-quote-target": ""}),
-        help_text=gettext_lazy("Select text in the evidence or the summary to quote it here."),
-    )
-    body = forms.CharField(
-        label=gettext_lazy("Comment"),
-        max_length=20000,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text=gettext_lazy("Mention a teammate with @username."),
-    )
-
-
 def get_case(pk: int) -> DriftCase:
     """A case with what its page shows; the archive's key list (long) loads only when the evidence needs it."""
     cases = DriftCase.objects.select_related("session", "assignee", "opened_by", "fixed_by", "summary__archive")
@@ -293,7 +235,7 @@ def get_case(pk: int) -> DriftCase:
 def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
     """The review panel: status, holder, verdict and the history of every change."""
     return {
-        "case": labelled(case),
+        "case": label_case(case),
         "review_form": extra.pop("review_form", None) or ReviewForm(initial={"status": case.status}),
         "next_statuses": [s for s in STATUS_ORDER if s in DriftCase.TRANSITIONS[case.status]],
         "reviewers": list(reviewers().values_list("username", flat=True)[:500]),
@@ -328,9 +270,9 @@ CASE_PARTIALS = {"case-review": "review", "case-comments": "comments", "case-fix
 @vary_on_headers("HX-Request", "HX-Target")
 def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     case = get_case(pk)
-    ctx: dict[str, Any] = {"case": labelled(case), **summary_reveal(request, case)}
+    ctx: dict[str, Any] = {"case": label_case(case), **reveal_context(request, case)}
     reveal = ctx["reveal"]
-    name = CASE_PARTIALS.get(request.htmx.target or "", "") if fragment(request) else ""
+    name = region(request, CASE_PARTIALS)
     if name in ("", "review"):
         ctx |= review_context(case)
     if name in ("", "comments"):
@@ -408,23 +350,6 @@ def comment(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 # --------------------------------------------------------------------------- opening a case by hand
-
-
-class OpenCaseForm(forms.Form):
-    quote = forms.CharField(
-        label=gettext_lazy("The passage in question"),
-        max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 3, "data-quote-target": ""}),
-        help_text=gettext_lazy("Select it in the summary text, or paste it as shown."),
-    )
-    kind = forms.ChoiceField(label=gettext_lazy("Kind"), choices=list(FINDING_KINDS.items()), initial="other")
-    severity = forms.ChoiceField(label=gettext_lazy("Severity"), choices=list(SEVERITIES.items()), initial="medium")
-    note = forms.CharField(
-        label=gettext_lazy("What is wrong"),
-        required=False,
-        max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 2}),
-    )
 
 
 @require_POST

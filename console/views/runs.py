@@ -31,7 +31,8 @@ from ..display import MessageView, mask_unless_revealed, may_reveal, message_vie
 from ..models import Archive, CompressionRun, Message, Summary
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
 from ..web import labels
-from . import VIEW, int_or_none, load_messages, partial, reveal_requested
+from ..web.htmx import partial
+from . import VIEW, int_or_none, load_messages, reveal_requested
 
 VIEWS = ("side", "unified")
 #: characters of a message a diff row shows before "show the rest" (rows come two by two)
