@@ -453,9 +453,7 @@ def _diff_text(data: dict[str, Any], reveal: bool) -> str:
 def _note(row: history.Row) -> str:
     note = row.note or {}
     if row.kind in (history.PRUNED, history.TRUNCATED) and note:
-        kind = {"deduplicated": _("duplicate of a later result"), "pruned": _("replaced by a description")}.get(
-            str(note.get("kind")), _("long arguments shortened")
-        )
+        kind = labels.label(labels.PRUNED_NOTES, str(note.get("kind")), labels.PRUNED_NOTES["args_truncated"])
         return _("%(kind)s · %(tool)s · %(before)s → %(after)s tokens") % {
             "kind": kind,
             "tool": note.get("tool", ""),

@@ -84,6 +84,13 @@ PRUNED_KINDS: dict[str, Label] = {
     "args_truncated": gettext_lazy("arguments shortened"),
 }
 
+#: what a pruned item's diff row says happened to it
+PRUNED_NOTES: dict[str, Label] = {
+    "pruned": gettext_lazy("replaced by a description"),
+    "deduplicated": gettext_lazy("duplicate of a later result"),
+    "args_truncated": gettext_lazy("long arguments shortened"),
+}
+
 #: the validator's report (``RepairReport``), by section
 REPAIRS: dict[str, Label] = {
     "dropped": gettext_lazy("dropped"),

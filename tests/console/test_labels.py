@@ -13,6 +13,7 @@ from compression import CompressionConfig, Compressor
 from compression import drift as drift_checks
 from compression.facts import FACT_KINDS
 from compression.pipeline import STAGES, WARNING_CODES, CompressionWarning, ThrashState
+from compression.prune import PruneResult
 from console.web import labels
 from tests.compression.builders import FakeSummarizer, assistant, session, user
 
@@ -23,6 +24,7 @@ VOCABULARIES = {
     "WAITING_STAGES": labels.WAITING_STAGES,
     "STAGE_COUNTS": labels.STAGE_COUNTS,
     "PRUNED_KINDS": labels.PRUNED_KINDS,
+    "PRUNED_NOTES": labels.PRUNED_NOTES,
     "REPAIRS": labels.REPAIRS,
     "ROW_KINDS": labels.ROW_KINDS,
     "ROW_KIND_HELP": labels.ROW_KIND_HELP,
@@ -85,6 +87,12 @@ def _runs() -> list[Any]:
         Compressor(CompressionConfig(context_window_tokens=2_000), FakeSummarizer()).compress(session(6)),
         Compressor(config, FakeSummarizer()).compress(session(1, output_chars=50)),
     ]
+
+
+def test_every_pruned_kind_has_a_label_and_a_note():
+
+    kinds = set(PruneResult(messages=[], items=[], token_counts=[]).counts()) - {"tokens_saved"}
+    assert set(labels.PRUNED_KINDS) == kinds == set(labels.PRUNED_NOTES)
 
 
 def test_every_count_a_stage_records_has_a_label():
