@@ -5,7 +5,7 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .views import archives, dashboard, drift, health, messages, runs, sessions
+from .views import archives, dashboard, drift, health, messages, runs, sessions, summaries
 from .views.audit_log import audit_log
 
 urlpatterns = [
@@ -19,9 +19,9 @@ urlpatterns = [
     path("archives/<int:pk>/", archives.archive_detail, name="archive"),
     path("archives/<int:pk>/resummarize", archives.resummarize, name="resummarize"),
     path("archives/<int:pk>/compare", archives.compare, name="compare"),
-    path("summaries/<int:pk>/", archives.summary_detail, name="summary"),
-    path("summaries/<int:pk>/progress", archives.summary_progress, name="summary_progress"),
-    path("summaries/<int:pk>/promote", archives.promote, name="promote"),
+    path("summaries/<int:pk>/", summaries.summary_detail, name="summary"),
+    path("summaries/<int:pk>/progress", summaries.summary_progress, name="summary_progress"),
+    path("summaries/<int:pk>/promote", summaries.promote, name="promote"),
     path("summaries/<int:pk>/open-case", drift.open_case, name="open_case"),
     path("drift/", drift.queue, name="drift_queue"),
     path("drift/export.jsonl", drift.export, name="drift_export"),

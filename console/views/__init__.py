@@ -10,11 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django import forms
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
-from django.utils.translation import gettext_lazy
-from django_htmx.middleware import HtmxDetails
 
 from ..display import may_reveal
 from ..models import Message
@@ -28,23 +25,6 @@ REVIEW = "console.review_drift"
 OPEN_CASE = "console.open_drift_case"
 
 
-class HtmxHttpRequest(HttpRequest):
-    """A request as django-htmx's middleware leaves it, for type checking (``request.htmx``)."""
-
-    htmx: HtmxDetails
-
-
-def fragment(request: HttpRequest) -> bool:
-    """Whether to answer with a fragment: an htmx request, but not htmx restoring history (that needs the page)."""
-    htmx = getattr(request, "htmx", None)
-    return htmx is not None and bool(htmx) and not htmx.history_restore_request
-
-
-def partial(request: HttpRequest, template: str, name: str) -> str:
-    """The template to render: the whole page, or only partial ``name`` for an htmx request."""
-    return f"{template}#{name}" if fragment(request) else template
-
-
 def reveal_requested(request: HttpRequest, obj: Any) -> bool:
     """Whether this request shows secrets unmasked (``?reveal=1``): only with the permission, and audited."""
     if request.GET.get("reveal") != "1":
@@ -53,6 +33,11 @@ def reveal_requested(request: HttpRequest, obj: Any) -> bool:
         raise PermissionDenied("revealing secrets needs the console.reveal_secrets permission")
     audit(request.user, "secrets.reveal", obj, after={"path": request.get_full_path()})
     return True
+
+
+def reveal_context(request: HttpRequest, obj: Any) -> dict[str, Any]:
+    """``reveal`` (as :func:`reveal_requested`) and ``may_reveal`` (whether to offer the reveal link)."""
+    return {"reveal": reveal_requested(request, obj), "may_reveal": may_reveal(request.user)}
 
 
 def int_or_none(value: str | None) -> int | None:
@@ -80,12 +65,4 @@ def load_messages(keys: Iterable[str]) -> dict[str, tuple[Any, int]]:
     return {key: (data, tokens) for key, data, tokens in rows}
 
 
-def focus_topic_field(**options: Any) -> forms.CharField:
-    """The optional focus topic a compression or a re-summarize passes to the summarizer."""
-    return forms.CharField(
-        label=gettext_lazy("Focus topic"),
-        required=False,
-        max_length=2000,
-        help_text=gettext_lazy("What the summary should favour, e.g. the user's current request."),
-        **options,
-    )
+# END

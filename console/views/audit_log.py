@@ -15,13 +15,13 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..display import shown
+from ..display import mask_unless_revealed
 from ..models import AuditEvent, Session
-from . import fragment, partial
+from ..web import labels
+from ..web.htmx import fragment, partial
 
 AUDIT = "console.view_auditevent"
 PAGE_SIZE = 50
@@ -41,16 +41,6 @@ OBJECT_PAGES = {
     "driftcase": "drift_case",
     "message": "message",
 }
-OBJECT_LABELS = {
-    "session": gettext_lazy("session"),
-    "compressionrun": gettext_lazy("run"),
-    "archive": gettext_lazy("archive"),
-    "summary": gettext_lazy("summary"),
-    "driftcase": gettext_lazy("drift case"),
-    "message": gettext_lazy("message"),
-    "apikey": gettext_lazy("API key"),
-}
-#: what people type in the object filter -> object_type (after lower-casing and dropping "_", "-" and spaces)
 TYPE_ALIASES = {"run": "compressionrun", "case": "driftcase", "driftcases": "driftcase", "key": "apikey"}
 
 
@@ -135,13 +125,15 @@ class AuditQuery:
 def compact(value: Any) -> str:
     """A value on one line, cut to ``VALUE_CHARS``, secrets masked; strings unquoted unless empty."""
     text = value if isinstance(value, str) and value else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    text = shown(" ".join(text.split()))
+    text = mask_unless_revealed(" ".join(text.split()))
     return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
 
 
 def pretty(value: Any) -> str:
     """A whole before/after value as indented JSON, secrets masked ("" for none)."""
-    return "" if value is None else shown(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
+    return (
+        "" if value is None else mask_unless_revealed(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
+    )
 
 
 def changes(before: Any, after: Any) -> list[tuple[str, str | None, str]]:
@@ -180,7 +172,7 @@ def audit_rows(events: list[AuditEvent]) -> list[AuditRow]:
     session_keys = dict(Session.objects.filter(pk__in=session_ids).values_list("pk", "key")) if session_ids else {}
     rows = []
     for event in events:
-        label = str(OBJECT_LABELS.get(event.object_type, event.object_type))
+        label = str(labels.label(labels.OBJECTS, event.object_type))
         name = event.object_id[:12] if event.object_type == "message" else event.object_id
         if event.object_type == "session" and event.object_id.isdigit():
             name = session_keys.get(int(event.object_id), name)

@@ -9,38 +9,23 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
+from django.utils.translation import ngettext, pgettext_lazy
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..dashboard import (
-    CASE_STATUSES,
-    PERIODS,
-    RUN_STATUSES,
-    Category,
-    Metrics,
-    Series,
-    bar_chart,
-    dashboard_metrics,
-    hbar_chart,
-    number,
-    parse_days,
-)
+from ..dashboard import CASE_STATUSES, PERIODS, RUN_STATUSES, Metrics, dashboard_metrics, parse_days
 from ..models import CompressionRun, DriftCase
-from . import VIEW, partial
-from .archives import FINDING_KINDS, SEVERITIES
+from ..web import labels
+from ..web.charts import Category, Series, bar_chart, hbar_chart, number
+from ..web.htmx import partial
+from . import VIEW
 
 #: a day under a bar of the daily charts (translators: a Django date format, e.g. "n月j日")
 AXIS_DATE = pgettext_lazy("date format on a chart axis", "M j")
-NO_KIND = gettext_lazy("no kind")
-REPEAT_LABELS = {
-    "repeated_compression": gettext_lazy("Compressed again, still over the trigger"),
-    "auto_compression_stopped": gettext_lazy("Automatic compression turned off"),
-}
 
 
 def kind_label(kind: str) -> str:
-    return str(FINDING_KINDS.get(kind, kind)) if kind else str(NO_KIND)
+    return str(labels.label(labels.FINDING_KINDS, kind)) if kind else str(labels.NO_KIND)
 
 
 def daily_charts(m: Metrics) -> dict[str, Any]:
@@ -88,7 +73,7 @@ def drift_charts(m: Metrics) -> dict[str, Any]:
         "cases_chart": hbar_chart("chart-cases", _("Drift cases by kind and status"), kinds, statuses),
         "kind_rows": rows,
         "case_statuses": [DriftCase.Status(s).label for s in CASE_STATUSES],
-        "severities": [(label, m.cases_by_severity.get(s, 0)) for s, label in SEVERITIES.items()],
+        "severities": [(label, m.cases_by_severity.get(s, 0)) for s, label in labels.SEVERITIES.items()],
     }
 
 
@@ -100,7 +85,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     ctx: dict[str, Any] = {
         "m": metrics,
         "periods": PERIODS,
-        "repeat_codes": [(code, REPEAT_LABELS[code], n) for code, n in metrics.repeated_codes.items()],
+        "repeat_codes": [(code, labels.WARNING_TITLES[code], n) for code, n in metrics.repeated_codes.items()],
     }
     ctx.update(daily_charts(metrics))
     ctx.update(drift_charts(metrics))

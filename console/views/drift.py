@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import permission_required
@@ -20,7 +19,6 @@ from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpRespo
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
@@ -28,31 +26,16 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 from compression.messages import content_text
 
 from .. import drift, regression
-from ..display import render_markdown, shown
+from ..display import mask_unless_revealed, render_markdown
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
 from ..services import ServiceError
-from . import (
-    OPEN_CASE,
-    REVIEW,
-    VIEW,
-    HtmxHttpRequest,
-    choice,
-    fragment,
-    load_messages,
-    partial,
-    see_other,
-)
-from .archives import (
-    DETAILS,
-    FINDING_KINDS,
-    SEVERITIES,
-    ResummarizeForm,
-    labelled,
-    provenance,
-    source_link,
-    summary_reveal,
-)
+from ..web import labels
+from ..web.forms import CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
+from ..web.htmx import CASE_CHANGED, HtmxHttpRequest, fragment, partial, region
+from ..web.labels import FINDING_KINDS, SEVERITIES
+from ..web.presenters import finding_row, label_case, provenance
+from . import OPEN_CASE, REVIEW, VIEW, choice, load_messages, reveal_context, see_other
 
 PAGE_SIZE = 50
 #: characters of context shown either side of a quoted passage
@@ -60,8 +43,6 @@ CONTEXT = 220
 LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 #: the review form offers the next statuses in this order (reopening last)
 STATUS_ORDER = ("confirmed", "dismissed", "resolved", "open")
-#: htmx event the case page listens to, to refresh its review panel
-CASE_CHANGED = "caseChanged"
 
 
 # --------------------------------------------------------------------------- the queue
@@ -141,7 +122,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     ctx: dict[str, Any] = {
         "query": query,
         "page": page,
-        "rows": [labelled(c) for c in page.object_list],
+        "rows": [label_case(c) for c in page.object_list],
         "page_params": query.params(),
         "fragment": fragment(request),
         "statuses": DriftCase.Status.choices,
@@ -201,61 +182,31 @@ def source_texts(case: DriftCase, reveal: bool) -> dict[int, dict[str, Any]]:
     for index, key in keys.items():
         if key in rows:
             data = rows[key][0]
-            out[index] = {"text": shown(content_text(data), reveal), "role": str(data.get("role", ""))}
+            out[index] = {"text": mask_unless_revealed(content_text(data), reveal), "role": str(data.get("role", ""))}
     return out
 
 
 def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
     """Each finding as a pair: the archive's passage (with its message) and the summary's."""
     sources = source_texts(case, reveal)
-    summary_text = shown(case.summary.text, reveal)
+    summary_text = mask_unless_revealed(case.summary.text, reveal)
     pairs = []
     for finding in case.findings:
-        quoted = finding.get("evidence") or {}
-        original = shown(str(quoted.get("original") or ""), reveal)
-        said = shown(str(quoted.get("summary") or ""), reveal)
-        index = finding.get("message_index")
+        row = finding_row(finding, case.summary.archive, reveal)
+        index = row["index"]
         source = sources.get(index) if isinstance(index, int) else None
-        pairs.append(
-            {
-                "kind": finding.get("kind", ""),
-                "kind_label": FINDING_KINDS.get(finding.get("kind", ""), finding.get("kind", "")),
-                "severity": finding.get("severity", ""),
-                "severity_label": SEVERITIES.get(finding.get("severity", ""), finding.get("severity", "")),
-                "detail": DETAILS.get(finding.get("detail", ""), finding.get("detail", "")),
-                "manual": bool(finding.get("manual")),
-                "original": original,
-                "index": index,
-                "role": source["role"] if source else "",
-                "link": source_link(case.summary.archive, index),
-                "original_passage": passage(source["text"], original) if source else None,
-                "summary": said,
-                "summary_passage": passage(summary_text, said),
-            }
-        )
+        row |= {
+            "role": source["role"] if source else "",
+            "original_passage": passage(source["text"], row["original"]) if source else None,
+            "summary_passage": passage(summary_text, row["summary"]),
+        }
+        pairs.append(row)
     return pairs
-
-
-HISTORY_LABELS = {
-    "drift_case.open": gettext_lazy("opened the case"),
-    "drift_case.update": gettext_lazy("changed the review"),
-    "drift_case.comment": gettext_lazy("commented"),
-    "drift_case.resolve": gettext_lazy("resolved it by promoting a clean version"),
-}
-FIELD_LABELS = {
-    "status": gettext_lazy("status"),
-    "assignee": gettext_lazy("assignee"),
-    "verdict": gettext_lazy("verdict"),
-    "fixed_by": gettext_lazy("fixed by"),
-}
-
-
-STATUS_LABELS = dict(DriftCase.Status.choices)
 
 
 def _value(name: str, state: dict[str, Any]) -> Any:
     value = state.get(name)
-    return STATUS_LABELS.get(str(value), value) if name == "status" else value
+    return labels.label(labels.CASE_STATUSES, str(value), value) if name == "status" else value
 
 
 def history_rows(case: DriftCase) -> list[dict[str, Any]]:
@@ -263,39 +214,16 @@ def history_rows(case: DriftCase) -> list[dict[str, Any]]:
     for event in drift.history(case):
         before, after = event.before or {}, event.after or {}
         changes = [
-            {"field": FIELD_LABELS.get(name, name), "before": _value(name, before), "after": _value(name, after)}
-            for name in FIELD_LABELS
+            {
+                "field": labels.label(labels.CASE_FIELDS, name),
+                "before": _value(name, before),
+                "after": _value(name, after),
+            }
+            for name in labels.CASE_FIELDS
             if name in after and before.get(name) != after.get(name)
         ]
-        rows.append({"event": event, "label": HISTORY_LABELS.get(event.action, event.action), "changes": changes})
+        rows.append({"event": event, "label": labels.label(labels.CASE_ACTIONS, event.action), "changes": changes})
     return rows
-
-
-class ReviewForm(forms.Form):
-    status = forms.ChoiceField(label=gettext_lazy("Status"), choices=DriftCase.Status.choices)
-    verdict = forms.CharField(
-        label=gettext_lazy("Verdict: why"),
-        required=False,
-        max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text=gettext_lazy("Needed to confirm or dismiss: what the summary got wrong, or why it is fine."),
-    )
-
-
-class CommentForm(forms.Form):
-    quote = forms.CharField(
-        label=gettext_lazy("Quoted passage"),
-        required=False,
-        max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 2, "data-quote-target": ""}),
-        help_text=gettext_lazy("Select text in the evidence or the summary to quote it here."),
-    )
-    body = forms.CharField(
-        label=gettext_lazy("Comment"),
-        max_length=20000,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text=gettext_lazy("Mention a teammate with @username."),
-    )
 
 
 def get_case(pk: int) -> DriftCase:
@@ -307,7 +235,7 @@ def get_case(pk: int) -> DriftCase:
 def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
     """The review panel: status, holder, verdict and the history of every change."""
     return {
-        "case": labelled(case),
+        "case": label_case(case),
         "review_form": extra.pop("review_form", None) or ReviewForm(initial={"status": case.status}),
         "next_statuses": [s for s in STATUS_ORDER if s in DriftCase.TRANSITIONS[case.status]],
         "reviewers": list(reviewers().values_list("username", flat=True)[:500]),
@@ -342,9 +270,9 @@ CASE_PARTIALS = {"case-review": "review", "case-comments": "comments", "case-fix
 @vary_on_headers("HX-Request", "HX-Target")
 def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     case = get_case(pk)
-    ctx: dict[str, Any] = {"case": labelled(case), **summary_reveal(request, case)}
+    ctx: dict[str, Any] = {"case": label_case(case), **reveal_context(request, case)}
     reveal = ctx["reveal"]
-    name = CASE_PARTIALS.get(request.htmx.target or "", "") if fragment(request) else ""
+    name = region(request, CASE_PARTIALS)
     if name in ("", "review"):
         ctx |= review_context(case)
     if name in ("", "comments"):
@@ -422,23 +350,6 @@ def comment(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 # --------------------------------------------------------------------------- opening a case by hand
-
-
-class OpenCaseForm(forms.Form):
-    quote = forms.CharField(
-        label=gettext_lazy("The passage in question"),
-        max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 3, "data-quote-target": ""}),
-        help_text=gettext_lazy("Select it in the summary text, or paste it as shown."),
-    )
-    kind = forms.ChoiceField(label=gettext_lazy("Kind"), choices=list(FINDING_KINDS.items()), initial="other")
-    severity = forms.ChoiceField(label=gettext_lazy("Severity"), choices=list(SEVERITIES.items()), initial="medium")
-    note = forms.CharField(
-        label=gettext_lazy("What is wrong"),
-        required=False,
-        max_length=4000,
-        widget=forms.Textarea(attrs={"rows": 2}),
-    )
 
 
 @require_POST

@@ -10,7 +10,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from ..display import message_view
 from ..models import Message
-from . import VIEW, partial, reveal_requested
+from ..web.htmx import partial
+from . import VIEW, reveal_requested
 
 
 @require_GET

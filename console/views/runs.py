@@ -1,6 +1,6 @@
 """The run page: what one compression did, stage by stage, and the diff of its input and output.
 
-The diff is an alignment of the run's two key lists (``console.diff.align``): linear in the
+The diff is an alignment of the run's two key lists (``console.diff.history.align``): linear in the
 history's length and computed without message data. Only the rows on screen load their
 messages (one query); long unchanged stretches and the archived range stay collapsed and
 load on demand (``runs/<pk>/diff?from=&to=``), so a 5,000-message run renders a small page.
@@ -19,52 +19,21 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, pgettext
+from django.utils.translation import pgettext
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from compression.messages import call_arguments, call_name, content_text
 
-from .. import diff
-from ..display import MessageView, may_reveal, message_view, pretty_arguments, shown
+from ..diff import history
+from ..diff.words import inline_diff
+from ..display import MessageView, mask_unless_revealed, may_reveal, message_view, pretty_arguments
 from ..models import Archive, CompressionRun, Message, Summary
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
-from . import VIEW, int_or_none, load_messages, partial, reveal_requested
+from ..web import labels
+from ..web.htmx import partial
+from . import VIEW, int_or_none, load_messages, reveal_requested
 
-KIND_LABELS = {
-    diff.KEPT: gettext_lazy("unchanged"),
-    diff.PRUNED: gettext_lazy("pruned"),
-    diff.TRUNCATED: gettext_lazy("arguments shortened"),
-    diff.ARCHIVED: gettext_lazy("archived"),
-    diff.INSERTED: gettext_lazy("inserted"),
-    diff.PATCHED: gettext_lazy("patched"),
-    diff.REMOVED: gettext_lazy("removed"),
-    diff.MOVED: gettext_lazy("moved"),
-    diff.CHANGED: gettext_lazy("changed"),
-}
-KIND_HELP = {
-    diff.PRUNED: gettext_lazy("tool results replaced by a one-line description or a pointer to a later copy"),
-    diff.TRUNCATED: gettext_lazy("tool calls whose long arguments were shortened"),
-    diff.ARCHIVED: gettext_lazy("messages moved to the archive and summarized"),
-    diff.INSERTED: gettext_lazy("messages the compressor added: summary, acknowledgement, bridge"),
-    diff.PATCHED: gettext_lazy("messages the validator added or changed (lost tool results, malformed fields)"),
-    diff.REMOVED: gettext_lazy("messages the validator dropped (orphan or duplicate tool results)"),
-    diff.MOVED: gettext_lazy("tool results the validator moved next to their call"),
-    diff.CHANGED: gettext_lazy("messages that differ for no recorded reason"),
-}
-INSERTED_LABELS = {
-    "summary": gettext_lazy("summary"),
-    "bridge": gettext_lazy("bridge"),
-    "acknowledgement": gettext_lazy("acknowledgement"),
-}
-REPAIR_LABELS = {
-    "dropped": gettext_lazy("dropped"),
-    "fixed": gettext_lazy("fixed"),
-    "moved": gettext_lazy("moved"),
-    "patched": gettext_lazy("patched (result lost)"),
-    "merged": gettext_lazy("merged"),
-    "inserted": gettext_lazy("inserted"),
-}
 VIEWS = ("side", "unified")
 #: characters of a message a diff row shows before "show the rest" (rows come two by two)
 DIFF_PREVIEW_CHARS = 600
@@ -135,7 +104,7 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
         "stages": _stages(run.stages),
         "pruned": _pruned(run, diff_ctx["shown_anchors"], diff_ctx["run_url"]),
         "repairs": _repairs(run.repair),
-        "warnings": [w for w in run.warnings if isinstance(w, dict)],
+        "warnings": [w | {"text": labels.warning_text(w)} for w in run.warnings if isinstance(w, dict)],
         "warning_codes": {w.get("code") for w in run.warnings if isinstance(w, dict)},
     }
 
@@ -168,7 +137,7 @@ def _stages(stages: Any) -> list[dict[str, Any]]:
                 "ms": ms,
                 "width": max(0.5, round(100 * ms / longest, 1)),
                 "share": round(100 * ms / total, 1),
-                "counts": [(k, _count(k, v)) for k, v in counts.items()],
+                "counts": [(labels.label(labels.STAGE_COUNTS, k), _count(k, v)) for k, v in counts.items()],
             }
         )
     return out
@@ -211,7 +180,7 @@ def _segment_tokens(run: CompressionRun, cuts: dict[str, tuple[int, int]]) -> di
         return {row[0]: [int(x) for x in row[1:]] for row in cursor.fetchall()}
 
 
-def _segments(run: CompressionRun, rows: list[diff.Row], archived: bool) -> dict[str, Any] | None:
+def _segments(run: CompressionRun, rows: list[history.Row], archived: bool) -> dict[str, Any] | None:
     """Head / middle / tail of the input, and what each became in the output (messages and tokens)."""
     bounds = run.boundaries or {}
     head, tail, total = bounds.get("head_end"), bounds.get("tail_start"), bounds.get("total")
@@ -233,11 +202,11 @@ def _segments(run: CompressionRun, rows: list[diff.Row], archived: bool) -> dict
     cuts_out = (out_sizes[0], out_sizes[0] + out_sizes[1])
     tokens = _segment_tokens(run, {"in": (head, tail), "out": cuts_out})
 
-    def parts(sizes: list[int], labels: list[Any]) -> list[dict[str, Any]]:
+    def parts(sizes: list[int], names: list[Any]) -> list[dict[str, Any]]:
         whole = sum(sizes) or 1
         return [
             {"name": name, "label": label, "size": size, "pct": round(100 * size / whole, 2)}
-            for name, label, size in zip(("head", "middle", "tail"), labels, sizes, strict=True)
+            for name, label, size in zip(("head", "middle", "tail"), names, sizes, strict=True)
         ]
 
     labels_in = [_("head"), _("middle"), _("tail")]
@@ -257,7 +226,6 @@ PRUNED_LISTED = 100
 
 def _pruned(run: CompressionRun, shown_anchors: set[str], run_url: str) -> dict[str, Any] | None:
     """The pruned items summed up by kind and tool, and the first ``PRUNED_LISTED`` one by one."""
-    labels = {"pruned": _("pruned"), "deduplicated": _("deduplicated"), "args_truncated": _("arguments shortened")}
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     items: list[dict[str, Any]] = []
     for item in run.pruned or ():
@@ -266,7 +234,8 @@ def _pruned(run: CompressionRun, shown_anchors: set[str], run_url: str) -> dict[
         kind, tool = str(item.get("kind", "")), str(item.get("tool", ""))
         before, after = int(item.get("tokens_before") or 0), int(item.get("tokens_after") or 0)
         group = groups.setdefault(
-            (kind, tool), {"kind_label": labels.get(kind, kind), "tool": tool, "count": 0, "before": 0, "after": 0}
+            (kind, tool),
+            {"kind_label": labels.label(labels.PRUNED_KINDS, kind), "tool": tool, "count": 0, "before": 0, "after": 0},
         )
         group["count"] += 1
         group["before"] += before
@@ -293,7 +262,7 @@ def _repairs(repair: Any) -> list[dict[str, Any]]:
     if not isinstance(repair, dict):
         return []
     out = []
-    for name, label in REPAIR_LABELS.items():
+    for name, label in labels.REPAIRS.items():
         for item in repair.get(name) or ():
             if isinstance(item, dict):
                 index = item.get("index")
@@ -313,7 +282,7 @@ def _repairs(repair: Any) -> list[dict[str, Any]]:
 class RowView:
     """One row of the diff, ready for the template."""
 
-    row: diff.Row
+    row: history.Row
     label: str
     old: MessageView | None = None
     new: MessageView | None = None
@@ -331,7 +300,7 @@ class RowView:
 
     @property
     def changed(self) -> bool:
-        return self.row.kind != diff.KEPT
+        return self.row.kind != history.KEPT
 
     @property
     def old_anchor(self) -> str:
@@ -345,7 +314,7 @@ class RowView:
 
 @dataclass
 class BlockView:
-    block: diff.Block
+    block: history.Block
     rows: list[RowView] = field(default_factory=list)
     #: for a collapsed stretch: index ranges, and the URLs that open it
     in_range: tuple[int, int] | None = None
@@ -388,12 +357,14 @@ def _diff_context(
     archive_range = (archive.start, archive.end) if archive is not None else None
     has_output = bool(run.output_keys)
     rows = (
-        diff.align(run.input_keys, run.output_keys, archive_range=archive_range, pruned=run.pruned, repair=run.repair)
+        history.align(
+            run.input_keys, run.output_keys, archive_range=archive_range, pruned=run.pruned, repair=run.repair
+        )
         if has_output
         else []
     )
-    focus = diff.find_row(rows, at) if at else None
-    blocks = diff.expand_rows(rows, *span) if span is not None else diff.group_rows(rows, focus=focus)
+    focus = history.find_row(rows, at) if at else None
+    blocks = history.expand_rows(rows, *span) if span is not None else history.group_rows(rows, focus=focus)
     shown_rows = [row for block in blocks for row in block.shown_rows]
     wanted = {key for row in shown_rows for key in row.keys}
     data = load_messages(wanted)
@@ -402,7 +373,7 @@ def _diff_context(
     run_url = reverse("run", args=[run.pk])
     diff_url = reverse("run_diff", args=[run.pk])
     block_views = [_block_view(b, rows, data, reveal, run_url, diff_url, params, focus) for b in blocks]
-    counts = diff.count_kinds(rows)
+    counts = history.count_kinds(rows)
     return {
         "run": run,
         "archive": archive,
@@ -417,11 +388,11 @@ def _diff_context(
         "input_count": len(run.input_keys),
         "output_count": len(run.output_keys),
         "kind_counts": [
-            {"kind": k, "label": KIND_LABELS[k], "help": KIND_HELP.get(k, ""), "count": c}
+            {"kind": k, "label": labels.ROW_KINDS[k], "help": labels.ROW_KIND_HELP.get(k, ""), "count": c}
             for k, c in counts.items()
-            if c and k != diff.KEPT
+            if c and k != history.KEPT
         ],
-        "unchanged_count": counts[diff.KEPT],
+        "unchanged_count": counts[history.KEPT],
         "focus_anchor": rows[focus].anchor if focus is not None else "",
         "view_urls": {v: f"{run_url}?{urlencode({'view': v} | revealed)}" for v in VIEWS},
         "diff_urls": {v: f"{diff_url}?{urlencode({'view': v} | revealed)}" for v in VIEWS},
@@ -436,8 +407,8 @@ def _diff_context(
 
 
 def _block_view(
-    block: diff.Block,
-    rows: list[diff.Row],
+    block: history.Block,
+    rows: list[history.Row],
     data: dict[str, tuple[Any, int]],
     reveal: bool,
     run_url: str,
@@ -454,7 +425,7 @@ def _block_view(
         archived = block.archived
         out.in_range = (archived[0].in_index or 0, (archived[-1].in_index or 0) + 1)
         out.anchor = f"in-{out.in_range[0]}"
-        if focus is not None and block.start <= focus < block.end and rows[focus].kind == diff.ARCHIVED:
+        if focus is not None and block.start <= focus < block.end and rows[focus].kind == history.ARCHIVED:
             out.target = rows[focus].in_index
         return out
     stretch = rows[block.start : block.end]
@@ -462,7 +433,7 @@ def _block_view(
     outs = [r.out_index for r in stretch if r.out_index is not None]
     out.in_range = (ins[0], ins[-1] + 1) if ins else None
     out.out_range = (outs[0], outs[-1] + 1) if outs else None
-    out.changes = sum(1 for r in stretch if r.kind != diff.KEPT)
+    out.changes = sum(1 for r in stretch if r.kind != history.KEPT)
     out.anchor = f"fold-{block.start}"
     first = stretch[0].anchor
     out.expand_url = f"{diff_url}?{urlencode({'from': str(block.start), 'to': str(block.end)} | params)}"
@@ -476,15 +447,13 @@ def _diff_text(data: dict[str, Any], reveal: bool) -> str:
     for call in data.get("tool_calls") or ():
         if isinstance(call, dict):
             parts.append(f"→ {call_name(call)} {pretty_arguments(call_arguments(call))}")
-    return shown("\n".join(p for p in parts if p), reveal)
+    return mask_unless_revealed("\n".join(p for p in parts if p), reveal)
 
 
-def _note(row: diff.Row) -> str:
+def _note(row: history.Row) -> str:
     note = row.note or {}
-    if row.kind in (diff.PRUNED, diff.TRUNCATED) and note:
-        kind = {"deduplicated": _("duplicate of a later result"), "pruned": _("replaced by a description")}.get(
-            str(note.get("kind")), _("long arguments shortened")
-        )
+    if row.kind in (history.PRUNED, history.TRUNCATED) and note:
+        kind = labels.label(labels.PRUNED_NOTES, str(note.get("kind")), labels.PRUNED_NOTES["args_truncated"])
         return _("%(kind)s · %(tool)s · %(before)s → %(after)s tokens") % {
             "kind": kind,
             "tool": note.get("tool", ""),
@@ -492,7 +461,7 @@ def _note(row: diff.Row) -> str:
             "after": note.get("tokens_after", "?"),
         }
     if "inserted" in note:
-        return str(INSERTED_LABELS.get(note["inserted"], note["inserted"]))
+        return str(labels.label(labels.INSERTED, note["inserted"]))
     if "lost_result" in note:
         return _("placeholder for the lost result of call %(id)s") % {"id": note["lost_result"]}
     if "placeholder" in note:
@@ -508,8 +477,8 @@ def _note(row: diff.Row) -> str:
     return ""
 
 
-def _row_view(row: diff.Row, data: dict[str, tuple[Any, int]], reveal: bool) -> RowView:
-    view = RowView(row, str(KIND_LABELS.get(row.kind, row.kind)), note=_note(row))
+def _row_view(row: history.Row, data: dict[str, tuple[Any, int]], reveal: bool) -> RowView:
+    view = RowView(row, str(labels.label(labels.ROW_KINDS, row.kind)), note=_note(row))
 
     def message(key: str | None) -> MessageView | None:
         if key is None or key not in data:
@@ -519,10 +488,10 @@ def _row_view(row: diff.Row, data: dict[str, tuple[Any, int]], reveal: bool) -> 
 
     view.old = message(row.in_key)
     view.new = view.old if row.out_key == row.in_key else message(row.out_key)
-    comparable = row.kind in (diff.TRUNCATED, diff.PATCHED, diff.CHANGED)
+    comparable = row.kind in (history.TRUNCATED, history.PATCHED, history.CHANGED)
     if comparable and row.in_key in data and row.out_key in data:
         old, new = data[row.in_key][0], data[row.out_key][0]
-        spans = diff.inline_diff(_diff_text(old, reveal), _diff_text(new, reveal))
+        spans = inline_diff(_diff_text(old, reveal), _diff_text(new, reveal))
         if spans is None:
             view.too_big = True
         else:

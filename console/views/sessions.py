@@ -7,7 +7,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
@@ -16,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDi
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, pgettext_lazy
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, reswap, retarget
@@ -25,23 +24,15 @@ from compression import CompressionConfig
 from compression.summary_message import parse_summary_message
 
 from .. import runs as run_service
-from ..display import MessageView, ToolCallView, may_reveal, message_view, shown
+from ..display import MessageView, ToolCallView, mask_unless_revealed, may_reveal, message_view
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Message, Session, SessionEntry, Summary
 from ..services import ServiceError, session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
-from . import (
-    COMPRESS,
-    VIEW,
-    HtmxHttpRequest,
-    choice,
-    focus_topic_field,
-    fragment,
-    int_or_none,
-    partial,
-    reveal_requested,
-    see_other,
-)
+from ..web import labels
+from ..web.forms import CompressForm
+from ..web.htmx import HtmxHttpRequest, fragment, partial
+from . import COMPRESS, VIEW, choice, int_or_none, reveal_requested, see_other
 
 PAGE_SIZE = 50
 #: content search: how many matching distinct messages count as "few", and the most sent as a list
@@ -54,20 +45,9 @@ RUNS_SHOWN = 50
 #: run fields that can be megabytes (histories as key lists, per-message reports): never loaded for lists
 HEAVY_RUN_FIELDS = ("input_keys", "output_keys", "pruned", "boundaries", "repair", "stages", "config")
 
-#: session.status is free text from the runtime; these are the values we know how to name
-SESSION_STATUSES = {
-    "active": pgettext_lazy("session status", "active"),
-    "idle": pgettext_lazy("session status", "idle"),
-    "paused": pgettext_lazy("session status", "paused"),
-    "closed": pgettext_lazy("session status", "closed"),
-    "ended": pgettext_lazy("session status", "ended"),
-    "archived": pgettext_lazy("session status", "archived"),
-    "expired": pgettext_lazy("session status", "expired"),
-}
-
 
 def status_label(status: str) -> Any:
-    return SESSION_STATUSES.get(status, status or "—")
+    return labels.label(labels.SESSION_STATUSES, status, status or "—")
 
 
 # --------------------------------------------------------------------------- the list
@@ -306,6 +286,11 @@ def timeline(session: Session, start: int, reveal: bool) -> list[TimelineItem]:
     return items
 
 
+def _metadata_value(value: Any, reveal: bool) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return mask_unless_revealed(text, reveal)[:200]
+
+
 def _header(session: Session, reveal: bool) -> dict[str, Any]:
     try:
         config = session_config(session)
@@ -313,7 +298,10 @@ def _header(session: Session, reveal: bool) -> dict[str, Any]:
         config = CompressionConfig()
     used = session.token_count * 100 / max(1, session.context_window_tokens)
     metadata = [
-        (str(k)[:60], shown(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), reveal)[:200])
+        (
+            str(k)[:60],
+            mask_unless_revealed(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), reveal)[:200],
+        )
         for k, v in list((session.metadata or {}).items())[:12]
         if k != "channel"
     ]
@@ -342,50 +330,6 @@ def _runs_context(session: Session) -> dict[str, Any]:
     # the run a compress request would be given: the oldest one in flight
     active = next((r for r in reversed(rows) if not r.finished), None)
     return {"runs": rows, "active_run": active, "runs_total": len(rows)}
-
-
-class CompressForm(forms.Form):
-    """Focus topic and optional per-run overrides of CompressionConfig (only filled-in ones are sent)."""
-
-    OVERRIDES = ("context_window_tokens", "trigger_ratio", "tail_tokens", "protect_head_messages", "summary_max_tokens")
-
-    focus_topic = focus_topic_field()
-    context_window_tokens = forms.IntegerField(
-        label=gettext_lazy("Context window (tokens)"), required=False, min_value=256, max_value=10_000_000
-    )
-    trigger_ratio = forms.FloatField(label=gettext_lazy("Trigger ratio"), required=False, min_value=0.05, max_value=1)
-    tail_tokens = forms.IntegerField(label=gettext_lazy("Tail kept verbatim (tokens)"), required=False, min_value=0)
-    protect_head_messages = forms.IntegerField(
-        label=gettext_lazy("Protected head (messages)"), required=False, min_value=0, max_value=10_000
-    )
-    summary_max_tokens = forms.IntegerField(
-        label=gettext_lazy("Summary budget (tokens)"), required=False, min_value=0, max_value=1_000_000
-    )
-
-    def __init__(self, *args: Any, session: Session, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        try:
-            config = session_config(session)
-        except ServiceError:
-            return
-        defaults = {
-            "context_window_tokens": config.context_window_tokens,
-            "trigger_ratio": config.trigger_ratio,
-            "tail_tokens": config.effective_tail_tokens,
-            "protect_head_messages": config.protect_head_messages,
-            "summary_max_tokens": config.effective_summary_max_tokens,
-        }
-        for name, value in defaults.items():
-            self.fields[name].widget.attrs["placeholder"] = str(value)
-        self.fields["trigger_ratio"].widget.attrs["step"] = "0.01"
-
-    def overrides(self) -> dict[str, Any]:
-        return {name: self.cleaned_data[name] for name in self.OVERRIDES if self.cleaned_data.get(name) is not None}
-
-    @property
-    def overrides_open(self) -> bool:
-        """Keep the overrides section open when one of them is filled in or wrong."""
-        return any(self[name].value() not in (None, "") or self[name].errors for name in self.OVERRIDES)
 
 
 def _session_context(request: HttpRequest, session: Session, *, reveal: bool, start: int, form: Any = None) -> Any:

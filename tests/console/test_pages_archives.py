@@ -361,7 +361,7 @@ def test_it_says_when_there_is_nothing_to_compare(as_viewer, archive, active):
 
 
 def test_it_shows_both_texts_when_they_are_too_long_to_diff(as_viewer, archive, active, drifting, monkeypatch):
-    monkeypatch.setattr("console.diff.MAX_WORD_DIFF_TOKENS", 5)
+    monkeypatch.setattr("console.diff.words.MAX_WORD_DIFF_TOKENS", 5)
 
     html = html_of(as_viewer.get(f"/archives/{archive.pk}/compare", {"a": active.pk, "b": drifting.pk}))
 

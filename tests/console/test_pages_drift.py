@@ -430,13 +430,13 @@ def test_every_detail_the_detector_writes_has_a_translation():
     from pathlib import Path
 
     from compression import check_drift
-    from console.views.archives import DETAILS
+    from console.web.labels import DETAILS
 
     corpus = Path(__file__).resolve().parents[2] / "bench" / "data" / "drift_pairs.jsonl"
     details = set()
     for line in corpus.read_text(encoding="utf-8").splitlines():
         pair = json.loads(line)
-        details |= {f.detail for f in check_drift(pair["messages"], pair["summary"])}
+        details |= {f.code for f in check_drift(pair["messages"], pair["summary"])}
     assert details and details <= set(DETAILS), details - set(DETAILS)
 
 

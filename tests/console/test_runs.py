@@ -573,7 +573,7 @@ def test_it_refuses_to_use_an_archive_whose_originals_were_altered():
 
 def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
     from compression.secrets import mask_secrets
-    from console.display import shown
+    from console.display import mask_unless_revealed
     from console.masking import placeholder_key
     from console.services import ImportedSession, create_session
 
@@ -591,6 +591,6 @@ def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
     summary = Summary.objects.get(run=run)
     text = summary.text + json.dumps(summary.facts, ensure_ascii=False)
     assert secret not in text
-    placeholder = shown(secret)
+    placeholder = mask_unless_revealed(secret)
     assert placeholder == mask_secrets(secret, key=placeholder_key()) != mask_secrets(secret)
     assert placeholder in text
