@@ -11,10 +11,10 @@ from django.contrib.auth import get_user_model
 
 from .apikeys import revoke_api_key
 from .drift import update_drift_case
+from .errors import ArchiveCorrupted, ServiceError
 from .masking import may_reveal
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, DriftComment, Session, Summary
-from .services import ServiceError
-from .summaries import ArchiveCorrupted, archive_messages
+from .summaries import archive_messages
 
 
 @admin.register(Session)

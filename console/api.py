@@ -29,19 +29,11 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from . import drift, runs, schemas, summaries
+from .errors import NotFound, ServiceError
 from .masking import MaskingRenderer, api_reveal, key_search, reveals
 from .middleware import database_unavailable
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
-from .services import (
-    MAX_JSON_DEPTH,
-    ImportedSession,
-    NotFound,
-    ServiceError,
-    append_messages,
-    create_session,
-    may_hold_unstorable,
-    unstorable,
-)
+from .services import MAX_JSON_DEPTH, ImportedSession, append_messages, create_session, may_hold_unstorable, unstorable
 from .throttling import FailedAuthThrottle, KeyRateThrottle
 from .views.audit_log import AuditQuery
 

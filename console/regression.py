@@ -25,9 +25,10 @@ from django.db.models import QuerySet
 from compression import CompressionConfig, Compressor, check_drift
 
 from .drift import serious
+from .errors import ArchiveCorrupted
 from .masking import mask_value, placeholder_key
 from .models import Archive, DriftCase, Message, Summary
-from .summaries import ArchiveCorrupted, archive_messages
+from .summaries import archive_messages
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
@@ -207,7 +208,7 @@ def replay_cases(
     prompt_version: str | None = None,
 ) -> list[ReplayResult]:
     """Replay every record with the summarizer configured like a re-summarize (defaults from settings) and the
-    pipeline's default config. An unknown summarizer or prompt version raises ``InvalidSession`` first."""
+    pipeline's default config. An unknown summarizer or prompt version raises ``InvalidInput`` first."""
     config = CompressionConfig(secret_mask_key=placeholder_key())
     compressor = Compressor(config, build_summarizer(summarizer_name, model, prompt_version))
     return [replay_record(compressor, record) for record in records]

@@ -31,18 +31,9 @@ from compression.messages import messages_sha256
 from compression.summary_message import parse_summary_message
 
 from . import queue
+from .errors import InvalidInput, ServiceError, TooManyWaiters
 from .models import Archive, CompressionRun, Message, Session, Summary
-from .services import (
-    ImportedSession,
-    InvalidSession,
-    ServiceError,
-    audit,
-    check_messages,
-    create_session,
-    locked_session,
-    person,
-    session_config,
-)
+from .services import ImportedSession, audit, check_messages, create_session, locked_session, person, session_config
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
@@ -82,7 +73,7 @@ def request_compression(
     Returns ``(run, created)``; a request while a run is in flight gets that run.
     """
     if config is not None and not isinstance(config, dict):
-        raise InvalidSession("config must be a JSON object of CompressionConfig fields")
+        raise InvalidInput("config must be a JSON object of CompressionConfig fields")
     with transaction.atomic():
         session = locked_session(key)
         active = session.runs.filter(status__in=CompressionRun.ACTIVE).order_by("created_at").first()
@@ -460,13 +451,6 @@ def _lost_worker(run: CompressionRun) -> dict[str, str]:
 # --------------------------------------------------------------------------- waiting
 
 
-class TooManyWaiters(ServiceError):
-    """Every waiter slot of this web process is taken; the client should retry or poll instead."""
-
-    status = 429
-    retry_after = 5
-
-
 _waiters = 0
 _waiters_lock = threading.Lock()
 
@@ -536,7 +520,7 @@ def record_reported_run(
     if archive_messages is not None:
         check_messages(archive_messages)
     if summary_text is not None and not summary_text.strip():
-        raise InvalidSession("summary_text is empty; leave it out when there is no summary")
+        raise InvalidInput("summary_text is empty; leave it out when there is no summary")
     with transaction.atomic():  # a rejected report writes nothing, stored messages included
         input_keys = Message.store(input_messages)
         output_keys = Message.store(output_messages)
@@ -550,7 +534,7 @@ def record_reported_run(
             archive_keys = Message.store(archive_messages)
             start = _find_slice(input_keys, archive_keys)
             if start is None:
-                raise InvalidSession("archive_messages must be a contiguous, non-empty slice of input_messages")
+                raise InvalidInput("archive_messages must be a contiguous, non-empty slice of input_messages")
         now = timezone.now()
         run = CompressionRun.objects.create(
             session=session,
@@ -602,7 +586,7 @@ def record_reported_run(
                     created_by=run.created_by,
                 )
         elif summary_text is not None:
-            raise InvalidSession("a summary_text needs the archive_messages it summarizes")
+            raise InvalidInput("a summary_text needs the archive_messages it summarizes")
         audit(user, "run.report", run, after={"session": session.key, "applied": run.applied})
     if summary is not None:
         queue.send_on_commit(queue.CHECK_DRIFT, summary.pk)
@@ -624,11 +608,11 @@ _PROVENANCE_KEYS = (
 
 def _reported_provenance(data: Any) -> dict[str, Any]:
     if data is not None and not isinstance(data, dict):
-        raise InvalidSession("provenance must be a JSON object")
+        raise InvalidInput("provenance must be a JSON object")
     data = data or {}
     unknown = sorted(set(data) - set(_PROVENANCE_KEYS))
     if unknown:
-        raise InvalidSession(f"unknown provenance fields: {', '.join(unknown)}; known: {', '.join(_PROVENANCE_KEYS)}")
+        raise InvalidInput(f"unknown provenance fields: {', '.join(unknown)}; known: {', '.join(_PROVENANCE_KEYS)}")
     out = {key: data.get(key) for key in _PROVENANCE_KEYS}
     out["generator"] = out["generator"] or "reported"
     out["trigger"] = CompressionRun.Trigger.REPORTED

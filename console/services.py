@@ -16,6 +16,7 @@ from django.db import transaction
 
 from compression import CompressionConfig, validate_messages
 
+from .errors import Conflict, InvalidInput, NotFound
 from .masking import placeholder_key
 from .models import AuditEvent, CompressionRun, Session
 
@@ -30,26 +31,6 @@ _REJECTED = {
     "missing_tool_call_id",
     "bad_tool_calls",
 }
-
-
-class ServiceError(Exception):
-    """A request that cannot be carried out; the message says why and what to do."""
-
-    status = 400
-
-
-class InvalidSession(ServiceError):
-    """Input that cannot become (part of) a session."""
-
-    status = 422
-
-
-class NotFound(ServiceError):
-    status = 404
-
-
-class Conflict(ServiceError):
-    status = 409
 
 
 #: JSON nested deeper than this is refused (chat messages need about 5 levels; walking stays iterative anyway)
@@ -143,28 +124,28 @@ def key_problem(key: Any) -> str | None:
 
 
 def check_key(key: Any) -> str:
-    """``key`` when it can name a session, else InvalidSession saying why."""
+    """``key`` when it can name a session, else InvalidInput saying why."""
     problem = key_problem(key)
     if problem:
-        raise InvalidSession(f"key: {problem}")
+        raise InvalidInput(f"key: {problem}")
     return key
 
 
 def check_messages(messages: Any, first_index: int = 0) -> list[dict[str, Any]]:
     """Reject messages a chat API would refuse: unknown roles, malformed content or tool calls."""
     if not isinstance(messages, list):
-        raise InvalidSession("messages must be a JSON array of chat messages")
+        raise InvalidInput("messages must be a JSON array of chat messages")
     for index, message in enumerate(messages):
         problem = unstorable(message, f"message {first_index + index}")
         if problem:
-            raise InvalidSession(problem)
+            raise InvalidInput(problem)
     for violation in validate_messages(messages):
         if violation.code in _REJECTED:
             where = f"message {first_index + violation.index}" if violation.index >= 0 else "messages"
             problem = violation.message
             if violation.code == "missing_tool_call_id":
                 problem = "a tool result without tool_call_id"
-            raise InvalidSession(f"{where}: {problem}")
+            raise InvalidInput(f"{where}: {problem}")
     return messages
 
 
@@ -175,7 +156,7 @@ def session_config(session: Session, overrides: dict[str, Any] | None = None) ->
     try:
         config = CompressionConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
-        raise InvalidSession(f"config: {exc}") from None
+        raise InvalidInput(f"config: {exc}") from None
     # the summaries' placeholders are the pages' (never from a request: from_dict refuses the key)
     return replace(config, secret_mask_key=placeholder_key())
 
@@ -218,16 +199,16 @@ def create_session(data: ImportedSession, user: Any = None) -> Session:
     check_key(data.key)
     messages = check_messages(data.messages)
     if data.context_window_tokens is not None and not 256 <= data.context_window_tokens <= 10_000_000:
-        raise InvalidSession("context_window_tokens must be between 256 and 10000000")
+        raise InvalidInput("context_window_tokens must be between 256 and 10000000")
     if not isinstance(data.metadata, dict):
-        raise InvalidSession("metadata must be a JSON object")
+        raise InvalidInput("metadata must be a JSON object")
     problem = unstorable(data.metadata, "metadata")
     if problem:
-        raise InvalidSession(problem)
+        raise InvalidInput(problem)
     if Session.objects.filter(key=data.key).exists():
         raise Conflict(f"session {data.key!r} already exists")
     if not 0 <= data.last_consolidated <= len(messages):
-        raise InvalidSession("last_consolidated must be between 0 and the number of messages")
+        raise InvalidInput("last_consolidated must be between 0 and the number of messages")
     session = Session(
         key=data.key,
         metadata=data.metadata,

@@ -19,18 +19,13 @@ from compression import Compressor, count_tokens, render_summary_message
 from compression.summary_message import SummaryHeader
 
 from . import queue
+from .errors import ArchiveCorrupted, Conflict, NotFound
 from .models import Archive, Message, Session, Summary
 from .runs import SWEEP_BATCH, beating, live_summary_index
-from .services import Conflict, NotFound, ServiceError, audit, person, session_config
+from .services import audit, person, session_config
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
-
-
-class ArchiveCorrupted(ServiceError):
-    """Stored originals no longer match their checksum: never used silently."""
-
-    status = 500
 
 
 def archive_messages(archive: Archive) -> list[dict[str, Any]]:

@@ -21,16 +21,9 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from ..diff import word_diff
 from ..display import may_reveal, message_view, render_markdown, shown
+from ..errors import ArchiveCorrupted, Conflict, ServiceError
 from ..models import Archive, CompressionRun, DriftCase, Summary
-from ..services import Conflict, ServiceError
-from ..summaries import (
-    PROMOTABLE,
-    ArchiveCorrupted,
-    archive_messages,
-    promote_summary,
-    promotion_preview,
-    request_resummarize,
-)
+from ..summaries import PROMOTABLE, archive_messages, promote_summary, promotion_preview, request_resummarize
 from ..summarizers import PROMPT_VERSIONS, default_summarizer_name
 from . import (
     OPEN_CASE,

@@ -29,9 +29,9 @@ from compression.messages import content_text
 
 from .. import drift, regression
 from ..display import render_markdown, shown
+from ..errors import ServiceError
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
-from ..services import ServiceError
 from . import (
     OPEN_CASE,
     REVIEW,

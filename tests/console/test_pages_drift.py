@@ -227,7 +227,7 @@ def test_it_clears_the_verdict_when_a_case_is_reopened(as_reviewer, case):
     drift.update_drift_case(case.pk, {"status": "open"}, as_reviewer.user)
     case.refresh_from_db()
     assert case.verdict == "" and case.status == "open"
-    with pytest.raises(drift.InvalidSession):
+    with pytest.raises(drift.InvalidInput):
         drift.update_drift_case(case.pk, {"status": "dismissed"}, as_reviewer.user)
 
 

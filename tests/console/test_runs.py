@@ -23,9 +23,10 @@ from compression.types import SummaryOutcome, SummaryRequest
 from console import runs
 from console.celery import tasks_inline
 from console.drift import check_summary_drift
+from console.errors import ArchiveCorrupted, InvalidInput
 from console.models import Archive, CompressionRun, Message, Session, SummarizerCooldown, Summary
-from console.services import InvalidSession, append_messages
-from console.summaries import ArchiveCorrupted, archive_messages, execute_resummarize, request_resummarize
+from console.services import append_messages
+from console.summaries import archive_messages, execute_resummarize, request_resummarize
 from tests.console.factories import SMALL_WINDOW, sample_session
 
 CODING = "coding_export_job.json"
@@ -537,9 +538,9 @@ def test_it_refuses_a_reported_archive_that_is_not_a_slice_of_the_input_and_writ
     report["output_messages"] = [*report["output_messages"], {"role": "user", "content": "never stored"}]
     counts = (Message.objects.count(), CompressionRun.objects.count(), Archive.objects.count(), Session.objects.count())
 
-    with pytest.raises(InvalidSession, match="contiguous"):
+    with pytest.raises(InvalidInput, match="contiguous"):
         runs.record_reported_run(session_key=session.key, **report)
-    with pytest.raises(InvalidSession, match="contiguous"):
+    with pytest.raises(InvalidInput, match="contiguous"):
         runs.record_reported_run(session_key="runtime:new", **report)
 
     after = (Message.objects.count(), CompressionRun.objects.count(), Archive.objects.count(), Session.objects.count())

@@ -13,10 +13,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from compression.messages import message_sha256
+from console.errors import ArchiveCorrupted
 from console.masking import mask_text, mask_value
 from console.models import Archive, CompressionRun, DriftCase, Message, Session, Summary
 from console.services import audit
-from console.summaries import ArchiveCorrupted, archive_messages
+from console.summaries import archive_messages
 
 LABEL = "manage.py export_session"
 FORMAT = "compression-console/session-export"

@@ -14,10 +14,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from console.celery import tasks_inline
+from console.errors import InvalidInput
 from console.importers import read_session_file
 from console.models import CompressionRun, DriftCase, Session, Summary
 from console.roles import ROLE_PERMISSIONS
-from console.services import ImportedSession, InvalidSession, append_messages, create_session
+from console.services import ImportedSession, append_messages, create_session
 
 DEMO_PASSWORD = "demo-console"
 #: the project's demo sessions (console/demo/make_demo.py writes them)
@@ -72,7 +73,7 @@ class Command(BaseCommand):
             )
         keys = []
         for path in imported:
-            with contextlib.suppress(InvalidSession):  # import_sessions reported it
+            with contextlib.suppress(InvalidInput):  # import_sessions reported it
                 keys.append(read_session_file(path).key)
         with tasks_inline():
             self.label(keys)
