@@ -14,7 +14,6 @@ from .drift import update_drift_case
 from .errors import ArchiveCorrupted, ServiceError
 from .masking import may_reveal
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, DriftComment, Session, Summary
-from .summaries import archive_messages
 
 
 @admin.register(Session)
@@ -67,7 +66,7 @@ class ArchiveAdmin(ViewOnly):
     @admin.display(description="originals match sha256")
     def verified(self, obj: Archive) -> str:
         try:
-            archive_messages(obj)
+            obj.verified_messages()
         except ArchiveCorrupted as exc:
             return f"NO: {exc}"
         return "yes"

@@ -428,7 +428,7 @@ archives = Router(tags=["archives and summaries"])
 def get_archive(request: HttpRequest, archive_id: int) -> dict[str, Any]:
     require(request, "console.view_session", "read archives")
     archive = get_object_or_404(Archive.objects.select_related("session"), pk=archive_id)
-    messages = summaries.archive_messages(archive)  # raises when the checksum does not match
+    messages = archive.verified_messages()  # raises when the checksum does not match
     return {
         "id": archive.pk,
         "session": archive.session.key,

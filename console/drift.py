@@ -21,13 +21,12 @@ from compression.drift import DRIFT_KINDS
 
 from .errors import Conflict, InvalidInput, NotFound
 from .models import AuditEvent, DriftCase, DriftComment, Message, Summary
+from .roles import reviewers
 from .services import audit
-from .summaries import archive_messages
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 #: kinds an operator may pick when opening a case by hand (the detector's, plus anything else)
 MANUAL_KINDS = (*DRIFT_KINDS, "other")
-REVIEW_PERMISSION = "console.review_drift"
 #: ``@name`` in a comment; a trailing dot or comma is punctuation, not part of the name
 MENTION = re.compile(r"(?<![\w@])@([\w.@+-]*[\w+-])")
 
@@ -65,7 +64,7 @@ def check_summary_drift(summary_id: int, *, once: bool = False) -> list[dict[str
     # must not contradict them either (indexes into it are the history's own)
     context = Message.load(archive.run.input_keys) if archive.run.input_keys else None
     findings = []
-    for finding in check_drift(archive_messages(archive), summary.text, context_messages=context):
+    for finding in check_drift(archive.verified_messages(), summary.text, context_messages=context):
         data = finding.to_dict()
         index = finding.source_index
         if index is not None and finding.scope == "segment":
@@ -140,10 +139,10 @@ def _state(case: DriftCase) -> dict[str, Any]:
 
 
 def _reviewer(name: str) -> Any:
-    user = get_user_model().objects.filter(username=name, is_active=True).first()
-    if user is None:
+    if not get_user_model().objects.filter(username=name, is_active=True).exists():
         raise InvalidInput(f"no active user {name!r} to assign")
-    if not user.has_perm(REVIEW_PERMISSION):
+    user = reviewers().filter(username=name).first()
+    if user is None:
         raise InvalidInput(f"{name} cannot review drift cases (needs the reviewer role)")
     return user
 

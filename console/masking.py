@@ -38,7 +38,7 @@ from ninja.renderers import JSONRenderer
 
 from compression.secrets import mask_secrets
 
-REVEAL_PERMISSION = "console.reveal_secrets"
+from .roles import REVEAL as REVEAL_PERMISSION
 
 # --------------------------------------------------------------------------- text
 

@@ -28,7 +28,6 @@ from .drift import serious
 from .errors import ArchiveCorrupted
 from .masking import mask_value, placeholder_key
 from .models import Archive, DriftCase, Message, Summary
-from .summaries import archive_messages
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
@@ -87,7 +86,7 @@ def export_case(case: DriftCase, *, reveal: bool = False) -> dict[str, Any]:
         "verdict": case.verdict,
         # sha256 is of the stored originals: a masked export no longer hashes to it
         "archive": {"id": archive.pk, "start": archive.start, "end": archive.end, "sha256": archive.sha256},
-        "original_segment": archive_messages(archive),
+        "original_segment": archive.verified_messages(),
         # the drift check the case came from also held the summary to constraints said around the segment
         "context_messages": context_messages(archive),
         "bad_summary": _summary(case.summary),

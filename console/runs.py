@@ -25,8 +25,8 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from compression import SUMMARY_MARKER, CompressionConfig, CompressionResult, Compressor, ThrashState
 from compression import Archive as PipelineArchive
+from compression import CompressionConfig, CompressionResult, Compressor, ThrashState
 from compression.messages import messages_sha256
 from compression.summary_message import parse_summary_message
 
@@ -627,21 +627,10 @@ def _summary_id_in(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def live_summary_index(session: Session, summary_ids: set[str]) -> tuple[int, str] | None:
-    """Position and id of the live message that carries one of ``summary_ids`` in its header."""
-    entries = session.entries.filter(message__role="user", message__text__startswith=SUMMARY_MARKER)
-    for position, data in entries.values_list("position", "message__data"):
-        parsed = parse_summary_message(data)
-        if parsed and parsed[0].get("id") in summary_ids:
-            return position, parsed[0]["id"]
-    return None
-
-
 __all__ = [
     "beating",
     "cooldown_left",
     "execute_run",
-    "live_summary_index",
     "queue_run",
     "record_reported_run",
     "recover_stale_runs",

@@ -14,31 +14,17 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from compression import Archive as PipelineArchive
 from compression import Compressor, count_tokens, render_summary_message
 from compression.summary_message import SummaryHeader
 
 from . import queue
-from .errors import ArchiveCorrupted, Conflict, NotFound
+from .errors import Conflict, NotFound
 from .models import Archive, Message, Session, Summary
-from .runs import SWEEP_BATCH, beating, live_summary_index
+from .runs import SWEEP_BATCH, beating
 from .services import audit, person, session_config
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)
-
-
-def archive_messages(archive: Archive) -> list[dict[str, Any]]:
-    """The archived originals, verified against the archive's sha256 and range."""
-    try:
-        messages = Message.load(archive.message_keys)
-    except LookupError as exc:
-        raise ArchiveCorrupted(f"archive {archive.pk} is incomplete: {exc}") from None
-    if not PipelineArchive(archive.start, archive.end, messages, archive.sha256).verify():
-        raise ArchiveCorrupted(
-            f"archive {archive.pk} does not match its sha256 {archive.sha256[:16]}: its originals were altered"
-        )
-    return messages
 
 
 # --------------------------------------------------------------------------- re-summarize
@@ -110,7 +96,7 @@ def execute_resummarize(summary_id: int) -> str | None:
 def _resummarize(summary: Summary, mine: Any) -> str | None:
     archive = summary.archive
     provenance = dict(summary.provenance)
-    messages = archive_messages(archive)
+    messages = archive.verified_messages()
     summarizer = build_summarizer(provenance["generator"], provenance.get("model"), provenance.get("prompt_version"))
     config = session_config(archive.session, archive.run.config if archive.run_id else None)
     outcome, facts = Compressor(config, summarizer).resummarize(
@@ -196,7 +182,7 @@ def _live_target(archive: Archive, session: Session) -> tuple[list[Summary], tup
     """The archive's active summaries, and the position and id of the live message promoting would replace."""
     active = list(archive.summaries.filter(status=Summary.Status.ACTIVE))
     candidates = {s.summary_id for s in active} | ({archive.inserted_id} if archive.inserted_id else set())
-    return active, live_summary_index(session, candidates)
+    return active, session.live_summary_index(candidates)
 
 
 def _summary_message(summary: Summary) -> dict[str, Any]:
@@ -211,9 +197,6 @@ def _summary_message(summary: Summary) -> dict[str, Any]:
         archive_sha256=archive.sha256,
     )
     return render_summary_message(summary.text, header)
-
-
-PROMOTABLE = (Summary.Status.DRAFT, Summary.Status.SUPERSEDED)
 
 
 def _not_promotable(summary: Summary) -> str:
@@ -234,7 +217,7 @@ def promote_summary(summary_id: int, user: Any = None) -> Session:
         summary = Summary.objects.select_related("archive").filter(pk=summary_id).first()
         if summary is None:
             raise NotFound(f"no summary {summary_id}")
-        if summary.status not in PROMOTABLE:
+        if not summary.promotable:
             raise Conflict(_not_promotable(summary))
         archive = summary.archive
         session = Session.objects.select_for_update().get(pk=archive.session_id)
@@ -295,7 +278,7 @@ def promotion_preview(summary: Summary) -> PromotionPreview:
     if position is not None:
         live_tokens = session.entries.filter(position=position).values_list("message__tokens", flat=True).first()
     problem, reason = "", ""
-    if summary.status not in PROMOTABLE:
+    if not summary.promotable:
         problem, reason = _not_promotable(summary), "status"
     elif found is None:
         problem, reason = LIVE_SUMMARY_GONE, "gone"

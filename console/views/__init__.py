@@ -18,14 +18,8 @@ from django_htmx.middleware import HtmxDetails
 
 from ..display import may_reveal
 from ..models import Message
+from ..roles import COMPRESS, OPEN_CASE, PROMOTE, RESUMMARIZE, REVIEW, VIEW  # noqa: F401  (the pages import them here)
 from ..services import audit
-
-VIEW = "console.view_session"
-COMPRESS = "console.compress_session"
-RESUMMARIZE = "console.resummarize_archive"
-PROMOTE = "console.promote_summary"
-REVIEW = "console.review_drift"
-OPEN_CASE = "console.open_drift_case"
 
 
 class HtmxHttpRequest(HttpRequest):

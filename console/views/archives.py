@@ -23,7 +23,7 @@ from ..diff import word_diff
 from ..display import may_reveal, message_view, render_markdown, shown
 from ..errors import ArchiveCorrupted, Conflict, ServiceError
 from ..models import Archive, CompressionRun, DriftCase, Summary
-from ..summaries import PROMOTABLE, archive_messages, promote_summary, promotion_preview, request_resummarize
+from ..summaries import promote_summary, promotion_preview, request_resummarize
 from ..summarizers import PROMPT_VERSIONS, default_summarizer_name
 from . import (
     OPEN_CASE,
@@ -166,7 +166,6 @@ def versions_of(archive: Archive, reveal: bool = False) -> list[Summary]:
         summary.number = numbers[summary.pk]  # type: ignore[attr-defined]
         summary.parent_number = numbers.get(summary.parent_id or 0)  # type: ignore[attr-defined]
         summary.label = provenance(summary, reveal)  # type: ignore[attr-defined]
-        summary.promotable = summary.status in PROMOTABLE  # type: ignore[attr-defined]
     return rows
 
 
@@ -368,7 +367,7 @@ def archive_context(request: HttpRequest, archive: Archive, reveal: bool) -> dic
     """The whole archive page: checksum status, the window of originals shown, the summary versions."""
     corrupted = ""
     try:
-        archive_messages(archive)
+        archive.verified_messages()
     except ArchiveCorrupted as exc:
         corrupted = str(exc)
     return (

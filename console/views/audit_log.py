@@ -21,9 +21,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from ..display import shown
 from ..models import AuditEvent, Session
+from ..roles import AUDIT
 from . import fragment, partial
 
-AUDIT = "console.view_auditevent"
 PAGE_SIZE = 50
 #: changed keys named in a row's one-line summary; the rest are in its details
 CHANGES_SHOWN = 3

@@ -11,11 +11,9 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import permission_required
-from django.contrib.auth.models import Permission
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -32,6 +30,7 @@ from ..display import render_markdown, shown
 from ..errors import ServiceError
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
+from ..roles import reviewers
 from . import (
     OPEN_CASE,
     REVIEW,
@@ -117,18 +116,6 @@ class CaseQuery:
         if self.status == "open":
             values.pop("status", None)
         return urlencode(values)
-
-
-def reviewers() -> QuerySet[Any]:
-    """Active users who may review drift cases (by group, by their own permission, or as superusers)."""
-    perm = Permission.objects.filter(content_type__app_label="console", codename="review_drift")
-    return (
-        get_user_model()
-        .objects.filter(Q(groups__permissions__in=perm) | Q(user_permissions__in=perm) | Q(is_superuser=True))
-        .filter(is_active=True)
-        .distinct()
-        .order_by("username")
-    )
 
 
 @require_GET
@@ -327,7 +314,6 @@ def fix_context(case: DriftCase, reveal: bool) -> dict[str, Any]:
     versions = list(archive.summaries.exclude(pk=case.summary_id).order_by("-created_at", "-id")[:10])
     for v in versions:
         v.serious = drift.serious(v.drift_findings or [])  # type: ignore[attr-defined]
-        v.promotable = v.status in (Summary.Status.DRAFT, Summary.Status.SUPERSEDED)  # type: ignore[attr-defined]
     #: poll while a version is being written or checked, so its drift state shows up by itself
     waiting = any(v.status == Summary.Status.PENDING or (v.text and not v.drift_checked_at) for v in versions)
     return {"case": case, "archive": archive, "versions": versions, "form": ResummarizeForm(), "waiting": waiting}

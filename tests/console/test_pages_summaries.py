@@ -333,7 +333,7 @@ def test_it_previews_what_a_promote_would_change(as_operator, archive, active, d
     html = html_of(response)
     assert response.status_code == 200
     assert session.key in html
-    position, _ = runs.live_summary_index(session, {active.summary_id})
+    position, _ = session.live_summary_index({active.summary_id})
     assert active.summary_id in html
     assert re.search(r"goes from \d+ to \d+ tokens", html)
     assert f'The active version <span class="mono">{active.summary_id}</span> becomes superseded' in html

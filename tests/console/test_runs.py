@@ -26,7 +26,7 @@ from console.drift import check_summary_drift
 from console.errors import ArchiveCorrupted, InvalidInput
 from console.models import Archive, CompressionRun, Message, Session, SummarizerCooldown, Summary
 from console.services import append_messages
-from console.summaries import archive_messages, execute_resummarize, request_resummarize
+from console.summaries import execute_resummarize, request_resummarize
 from tests.console.factories import SMALL_WINDOW, sample_session
 
 CODING = "coding_export_job.json"
@@ -109,7 +109,7 @@ def test_it_compresses_a_session_and_records_what_it_did():
     assert_history_valid(session)
 
     archive = Archive.objects.get(run=run)
-    assert archive_messages(archive) == Message.load(original)[archive.start : archive.end]
+    assert archive.verified_messages() == Message.load(original)[archive.start : archive.end]
     assert archive.sha256 == messages_sha256(Message.load(original)[archive.start : archive.end])
 
     summary = Summary.objects.get(run=run)
@@ -118,7 +118,7 @@ def test_it_compresses_a_session_and_records_what_it_did():
     assert summary.provenance["focus_topic"] == "export batch size"
     assert summary.provenance["trigger"] == CompressionRun.Trigger.API
     assert summary.drift_checked_at is not None
-    assert runs.live_summary_index(session, {summary.summary_id}) is not None
+    assert session.live_summary_index({summary.summary_id}) is not None
 
 
 # --------------------------------------------------------------------------- coalescing and races
@@ -235,7 +235,7 @@ def test_it_compresses_without_a_summary_when_the_model_fails(model, behaviour, 
     assert reason in warnings["summary_failed"]
     assert not Summary.objects.exists()
     archive = Archive.objects.get(run=run)
-    assert archive_messages(archive) == Message.load(original)[archive.start : archive.end]
+    assert archive.verified_messages() == Message.load(original)[archive.start : archive.end]
     session.refresh_from_db()
     assert session.keys() == run.output_keys
     assert_history_valid(session)
@@ -381,7 +381,7 @@ def test_it_drops_the_result_of_an_attempt_that_recovery_gave_to_another_worker(
     assert session.version == 2, "created, then written back once (by the second attempt)"
     archive = Archive.objects.get(run=run)
     assert archive.inserted_id == Summary.objects.get(run=run, status=Summary.Status.ACTIVE).summary_id
-    assert runs.live_summary_index(session, {archive.inserted_id}) is not None
+    assert session.live_summary_index({archive.inserted_id}) is not None
     assert_history_valid(session)
 
 
@@ -495,7 +495,7 @@ def test_it_applies_a_reported_run_when_the_live_history_is_its_input():
     assert session.messages() == report["output_messages"]
     archive = Archive.objects.get(run=run)
     assert (archive.start, archive.end) == (3, 20)
-    assert archive_messages(archive) == messages[3:20]
+    assert archive.verified_messages() == messages[3:20]
     assert Summary.objects.get(run=run).status == Summary.Status.ACTIVE
 
 
@@ -563,7 +563,7 @@ def test_it_refuses_to_use_an_archive_whose_originals_were_altered():
     Message.objects.filter(pk=key).update(data=data)
 
     with pytest.raises(ArchiveCorrupted, match="altered"):
-        archive_messages(archive)
+        archive.verified_messages()
     with pytest.raises(ArchiveCorrupted):
         check_summary_drift(summary.pk)
     redo = request_resummarize(archive.pk, summarizer="extractive")

@@ -17,7 +17,6 @@ from console.errors import ArchiveCorrupted
 from console.masking import mask_text, mask_value
 from console.models import Archive, CompressionRun, DriftCase, Message, Session, Summary
 from console.services import audit
-from console.summaries import archive_messages
 
 LABEL = "manage.py export_session"
 FORMAT = "compression-console/session-export"
@@ -197,7 +196,7 @@ def _run(run: CompressionRun) -> dict[str, Any]:
 
 def _archive(archive: Archive) -> dict[str, Any]:
     try:
-        archive_messages(archive)
+        archive.verified_messages()
         verified, problem = True, None
     except ArchiveCorrupted as exc:
         verified, problem = False, str(exc)
