@@ -13,10 +13,10 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from .audit import audit
 from .errors import Conflict, InvalidInput, NotFound, ServiceError
 from .models import ApiKey
 from .roles import ROLE_PERMISSIONS
-from .services import audit
 
 #: letters (any script), digits and . @ + - _
 NAME = re.compile(r"^[\w.@+-]+$")

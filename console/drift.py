@@ -19,10 +19,10 @@ from django.utils import timezone
 from compression import check_drift
 from compression.drift import DRIFT_KINDS
 
+from .audit import audit
 from .errors import Conflict, InvalidInput, NotFound
-from .models import AuditEvent, DriftCase, DriftComment, Message, Summary
+from .models import DriftCase, DriftComment, Message, Summary
 from .roles import reviewers
-from .services import audit
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 #: kinds an operator may pick when opening a case by hand (the detector's, plus anything else)
@@ -226,15 +226,6 @@ def resolve_fixed_cases(summary: Summary, user: Any) -> list[DriftCase]:
             after={"status": case.status, "fixed_by": summary.summary_id},
         )
     return cases
-
-
-def history(case: DriftCase) -> list[AuditEvent]:
-    """Every recorded change of a case, oldest first."""
-    return list(
-        AuditEvent.objects.filter(object_type="driftcase", object_id=str(case.pk))
-        .select_related("actor")
-        .order_by("created_at", "id")
-    )
 
 
 def mentioning(user: Any) -> Q:

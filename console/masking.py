@@ -206,7 +206,7 @@ def api_reveal(view: Any) -> Any:
         if request.GET.get("reveal") == "1":
             if not may_reveal(request.user):
                 raise HttpError(403, f"revealing secrets needs the {REVEAL_PERMISSION} permission")
-            from .services import audit
+            from .audit import audit
 
             audit(request.user, "secrets.reveal", request.user, after={"path": request.get_full_path()})
             request.reveal_secrets = True  # type: ignore[attr-defined]

@@ -31,9 +31,10 @@ from compression.messages import messages_sha256
 from compression.summary_message import parse_summary_message
 
 from . import queue
+from .audit import audit, person
 from .errors import InvalidInput, ServiceError, TooManyWaiters
 from .models import Archive, CompressionRun, Message, Session, Summary
-from .services import ImportedSession, audit, check_messages, create_session, locked_session, person, session_config
+from .services import ImportedSession, check_messages, create_session, locked_session, session_config
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,10 @@ from django.db import transaction
 
 from compression import CompressionConfig, validate_messages
 
+from .audit import audit
 from .errors import Conflict, InvalidInput, NotFound
 from .masking import placeholder_key
-from .models import AuditEvent, CompressionRun, Session
+from .models import CompressionRun, Session
 
 #: validator codes that make a message unusable. Orphan or missing tool results are accepted:
 #: results arrive in later appends, and compression repairs what stays broken.
@@ -159,28 +160,6 @@ def session_config(session: Session, overrides: dict[str, Any] | None = None) ->
         raise InvalidInput(f"config: {exc}") from None
     # the summaries' placeholders are the pages' (never from a request: from_dict refuses the key)
     return replace(config, secret_mask_key=placeholder_key())
-
-
-def person(user: Any) -> Any:
-    """The logged-in user, or None for the system (a worker, the trigger) and anonymous callers."""
-    return user if getattr(user, "is_authenticated", False) else None
-
-
-def actor_label(user: Any) -> str:
-    return user.get_username() if person(user) else "system"
-
-
-def audit(user: Any, action: str, obj: Any, before: Any = None, after: Any = None, label: str = "") -> AuditEvent:
-    """Record a state change. ``user`` None means the system (a worker, the trigger)."""
-    return AuditEvent.objects.create(
-        actor=person(user),
-        actor_label=label or actor_label(user),
-        action=action,
-        object_type=type(obj)._meta.model_name,
-        object_id=str(obj.pk),
-        before=before,
-        after=after,
-    )
 
 
 @dataclass

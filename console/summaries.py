@@ -18,10 +18,11 @@ from compression import Compressor, count_tokens, render_summary_message
 from compression.summary_message import SummaryHeader
 
 from . import queue
+from .audit import audit, person
 from .errors import Conflict, NotFound
 from .models import Archive, Message, Session, Summary
 from .runs import SWEEP_BATCH, beating
-from .services import audit, person, session_config
+from .services import session_config
 from .summarizers import build_summarizer
 
 log = logging.getLogger(__name__)

@@ -16,10 +16,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDi
 from django.utils.translation import gettext_lazy
 from django_htmx.middleware import HtmxDetails
 
+from ..audit import audit
 from ..display import may_reveal
 from ..models import Message
 from ..roles import COMPRESS, OPEN_CASE, PROMOTE, RESUMMARIZE, REVIEW, VIEW  # noqa: F401  (the pages import them here)
-from ..services import audit
 
 
 class HtmxHttpRequest(HttpRequest):

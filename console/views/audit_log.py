@@ -32,7 +32,7 @@ VALUE_CHARS = 60
 #: choices offered in the filter form's suggestion lists
 SUGGESTIONS = 500
 
-#: object_type as console.services.audit writes it (the model's lowercased name) -> the URL name of its page
+#: object_type as console.audit.audit writes it (the model's lowercased name) -> the URL name of its page
 OBJECT_PAGES = {
     "session": "session",
     "compressionrun": "run",

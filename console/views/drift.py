@@ -25,7 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from compression.messages import content_text
 
-from .. import drift, regression
+from .. import audit, drift, regression
 from ..display import render_markdown, shown
 from ..errors import ServiceError
 from ..masking import key_search
@@ -247,7 +247,7 @@ def _value(name: str, state: dict[str, Any]) -> Any:
 
 def history_rows(case: DriftCase) -> list[dict[str, Any]]:
     rows = []
-    for event in drift.history(case):
+    for event in audit.history(case):
         before, after = event.before or {}, event.after or {}
         changes = [
             {"field": FIELD_LABELS.get(name, name), "before": _value(name, before), "after": _value(name, after)}

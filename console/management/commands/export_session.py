@@ -13,10 +13,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from compression.messages import message_sha256
+from console.audit import audit
 from console.errors import ArchiveCorrupted
 from console.masking import mask_text, mask_value
 from console.models import Archive, CompressionRun, DriftCase, Message, Session, Summary
-from console.services import audit
 
 LABEL = "manage.py export_session"
 FORMAT = "compression-console/session-export"
