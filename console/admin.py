@@ -10,10 +10,10 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 
 from .apikeys import revoke_api_key
-from .drift import update_drift_case
 from .errors import ArchiveCorrupted, ServiceError
 from .masking import may_reveal
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, DriftComment, Session, Summary
+from .services.drift import update_drift_case
 
 
 @admin.register(Session)

@@ -28,12 +28,14 @@ from ninja.pagination import PageNumberPagination, paginate
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
-from . import drift, runs, schemas, summaries
+from . import schemas
 from .errors import NotFound, ServiceError
 from .masking import MaskingRenderer, api_reveal, key_search, reveals
 from .middleware import database_unavailable
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
-from .services import MAX_JSON_DEPTH, ImportedSession, append_messages, create_session, may_hold_unstorable, unstorable
+from .services import drift, reported, runs, summaries
+from .services.sessions import ImportedSession, append_messages, create_session
+from .services.validation import MAX_JSON_DEPTH, may_hold_unstorable, unstorable
 from .throttling import FailedAuthThrottle, KeyRateThrottle
 from .views.audit_log import AuditQuery
 
@@ -390,7 +392,7 @@ runs_router = Router(tags=["runs"])
 @runs_router.post("/report", response={201: schemas.RunOut, **ERRORS}, summary="Report a compression done in-process")
 def report(request: HttpRequest, payload: schemas.ReportIn) -> Status:
     require(request, "console.compress_session", "report compressions")
-    run = runs.record_reported_run(
+    run = reported.record_reported_run(
         session_key=payload.session_key,
         input_messages=payload.input_messages,
         output_messages=payload.output_messages,

@@ -8,7 +8,8 @@ from typing import Any
 from compression.session_file import InputError, load_session
 
 from .errors import InvalidInput
-from .services import ImportedSession, check_key
+from .services.sessions import ImportedSession
+from .services.validation import check_key
 
 #: the largest value an integer column holds on every database we run on
 MAX_INT = 2**31 - 1

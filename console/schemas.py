@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, StringConstraints, WithJsonSchema
 
-from .drift import MANUAL_KINDS
 from .models import DriftCase
-from .services import KEY_MAX, key_problem
+from .services.drift import MANUAL_KINDS
+from .services.validation import KEY_MAX, key_problem
 
 Messages = list[Any]  # checked by services.check_messages, which names the message at fault
 

@@ -23,8 +23,8 @@ from ..diff import word_diff
 from ..display import may_reveal, message_view, render_markdown, shown
 from ..errors import ArchiveCorrupted, Conflict, ServiceError
 from ..models import Archive, CompressionRun, DriftCase, Summary
-from ..summaries import promote_summary, promotion_preview, request_resummarize
-from ..summarizers import PROMPT_VERSIONS, default_summarizer_name
+from ..services.summaries import promote_summary, promotion_preview, request_resummarize
+from ..services.summarizer_factory import PROMPT_VERSIONS, default_summarizer_name
 from . import (
     OPEN_CASE,
     PROMOTE,

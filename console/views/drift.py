@@ -25,12 +25,13 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from compression.messages import content_text
 
-from .. import audit, drift, regression
+from .. import audit
 from ..display import render_markdown, shown
 from ..errors import ServiceError
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
 from ..roles import reviewers
+from ..services import drift, regression
 from . import (
     OPEN_CASE,
     REVIEW,

@@ -24,12 +24,12 @@ from django_htmx.http import HttpResponseStopPolling, reswap, retarget
 from compression import CompressionConfig
 from compression.summary_message import parse_summary_message
 
-from .. import runs as run_service
 from ..display import MessageView, ToolCallView, may_reveal, message_view, shown
 from ..errors import ServiceError
 from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Message, Session, SessionEntry, Summary
-from ..services import session_config
+from ..services import runs as run_service
+from ..services.validation import session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
 from . import (
     COMPRESS,

@@ -15,10 +15,10 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console import runs
 from console.errors import InvalidInput
 from console.models import AuditEvent, CompressionRun, DriftCase, DriftComment, Message, Session, Summary
-from console.services import check_key, check_messages, key_problem, unstorable
+from console.services import reported
+from console.services.validation import check_key, check_messages, key_problem, unstorable
 from tests.console.test_api import Api, issue_key
 
 USER = {"role": "user", "content": "deploy after the tests pass"}
@@ -55,7 +55,7 @@ def world(db) -> dict[str, int]:  # also the fuzz test's data
         {"role": "assistant", "content": "understood"},
         {"role": "user", "content": "now run the tests"},
     ]
-    run = runs.record_reported_run(
+    run = reported.record_reported_run(
         session_key="w:1",
         input_messages=history,
         output_messages=[history[0], {"role": "user", "content": "[summary] keep deploy.sh"}, history[3]],

@@ -10,10 +10,10 @@ from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from console import drift
-from console.drift import check_summary_drift
 from console.models import Archive, AuditEvent, DriftCase, Summary
-from console.summaries import promote_summary
+from console.services import drift
+from console.services.drift import check_summary_drift
+from console.services.summaries import promote_summary
 from tests.console.factories import HX, html_of
 
 #: the coding sample's constraint, and the same sentence with its negation gone

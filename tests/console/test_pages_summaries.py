@@ -11,10 +11,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from compression.summary_message import parse_summary_message
-from console import runs
-from console.drift import check_summary_drift
 from console.models import Archive, AuditEvent, Message, Session, Summary
-from console.summaries import execute_resummarize, request_resummarize
+from console.services import reported
+from console.services.drift import check_summary_drift
+from console.services.summaries import execute_resummarize, request_resummarize
 from tests.console.factories import HX, SECRET, html_of
 
 
@@ -75,7 +75,7 @@ def test_it_shows_every_provenance_field_for_a_reported_summary_with_few(as_view
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": "and now?"},
     ]
-    run = runs.record_reported_run(
+    run = reported.record_reported_run(
         session_key="rt:1",
         input_messages=messages,
         output_messages=[messages[0], {"role": "user", "content": "summary"}, messages[-1]],

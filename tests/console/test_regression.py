@@ -13,10 +13,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from compression import check_drift
-from console.drift import check_summary_drift
 from console.importers import read_session_file
 from console.models import Archive, AuditEvent, DriftCase, Message, Summary
-from console.regression import (
+from console.services.drift import check_summary_drift
+from console.services.regression import (
     FIXED,
     STILL_DRIFTS,
     MalformedRecord,
@@ -26,7 +26,7 @@ from console.regression import (
     read_records,
     replay_cases,
 )
-from console.services import ImportedSession, create_session
+from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import SECRET, compress_now
 from tests.samples import CODING, sample_path
 
@@ -220,7 +220,7 @@ def test_it_skips_a_case_whose_archive_was_altered_and_says_so(case, archive, ac
     assert [json.loads(line)["case"] for line in out.splitlines()] == [intact.pk]
     assert f"warning: drift case {case.pk} skipped: archive {archive.pk} does not match its sha256" in err
     assert "exported 1 drift case(s)" in err
-    with caplog.at_level(logging.WARNING, logger="console.regression"):
+    with caplog.at_level(logging.WARNING, logger="console.services.regression"):
         assert [r["case"] for r in export_cases(exportable_cases())] == [intact.pk]
     assert f"drift case {case.pk} skipped" in caplog.text
 

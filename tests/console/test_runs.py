@@ -20,13 +20,14 @@ from django.utils import timezone
 from compression import ExtractiveSummarizer, count_tokens, validate_messages
 from compression.messages import message_sha256, messages_sha256
 from compression.types import SummaryOutcome, SummaryRequest
-from console import runs
 from console.celery import tasks_inline
-from console.drift import check_summary_drift
 from console.errors import ArchiveCorrupted, InvalidInput
 from console.models import Archive, CompressionRun, Message, Session, SummarizerCooldown, Summary
-from console.services import append_messages
-from console.summaries import execute_resummarize, request_resummarize
+from console.services import runs
+from console.services.drift import check_summary_drift
+from console.services.reported import record_reported_run
+from console.services.sessions import append_messages
+from console.services.summaries import execute_resummarize, request_resummarize
 from tests.console.factories import SMALL_WINDOW, sample_session
 
 CODING = "coding_export_job.json"
@@ -488,7 +489,7 @@ def test_it_applies_a_reported_run_when_the_live_history_is_its_input():
     messages = session.messages()
     report = reported(messages, 3, 20)
 
-    run = runs.record_reported_run(session_key=session.key, summary_text="Runtime's own summary.", **report)
+    run = record_reported_run(session_key=session.key, summary_text="Runtime's own summary.", **report)
 
     session.refresh_from_db()
     assert run.applied and run.status == Status.SUCCEEDED
@@ -506,7 +507,7 @@ def test_it_stores_but_does_not_apply_a_reported_run_whose_input_is_not_the_live
     session.refresh_from_db()
     live = session.keys()
 
-    run = runs.record_reported_run(session_key=session.key, summary_text="Summary.", **reported(messages, 3, 20))
+    run = record_reported_run(session_key=session.key, summary_text="Summary.", **reported(messages, 3, 20))
 
     session.refresh_from_db()
     assert not run.applied
@@ -520,14 +521,14 @@ def test_it_does_not_apply_a_reported_run_that_rewrote_the_consolidated_prefix()
     messages = session.messages()
     live = session.keys()
 
-    run = runs.record_reported_run(session_key=session.key, **reported(messages, 3, 20))
+    run = record_reported_run(session_key=session.key, **reported(messages, 3, 20))
 
     session.refresh_from_db()
     assert not run.applied
     assert [w["code"] for w in run.warnings] == ["not_applied"]
     assert "consolidated" in run.warnings[0]["message"]
     assert session.keys() == live
-    assert runs.record_reported_run(session_key=session.key, **reported(messages, 12, 20)).applied
+    assert record_reported_run(session_key=session.key, **reported(messages, 12, 20)).applied
 
 
 def test_it_refuses_a_reported_archive_that_is_not_a_slice_of_the_input_and_writes_nothing():
@@ -539,9 +540,9 @@ def test_it_refuses_a_reported_archive_that_is_not_a_slice_of_the_input_and_writ
     counts = (Message.objects.count(), CompressionRun.objects.count(), Archive.objects.count(), Session.objects.count())
 
     with pytest.raises(InvalidInput, match="contiguous"):
-        runs.record_reported_run(session_key=session.key, **report)
+        record_reported_run(session_key=session.key, **report)
     with pytest.raises(InvalidInput, match="contiguous"):
-        runs.record_reported_run(session_key="runtime:new", **report)
+        record_reported_run(session_key="runtime:new", **report)
 
     after = (Message.objects.count(), CompressionRun.objects.count(), Archive.objects.count(), Session.objects.count())
     assert after == counts
@@ -576,7 +577,7 @@ def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
     from compression.secrets import mask_secrets
     from console.display import shown
     from console.masking import placeholder_key
-    from console.services import ImportedSession, create_session
+    from console.services.sessions import ImportedSession, create_session
 
     secret = "sk_live_" + "51HxYz2AbCdEfGhIjKlMn0pQ"
     messages = [{"role": "system", "content": "You are a billing agent."}, {"role": "user", "content": "Fix billing."}]

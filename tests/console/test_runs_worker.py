@@ -23,11 +23,11 @@ from django.utils import timezone
 from compression import validate_messages
 from compression.messages import message_sha256, messages_sha256
 from compression.prompt import PROMPT_VERSION
-from console import runs
 from console.importers import read_session_file
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, SummarizerCooldown, Summary
-from console.services import append_messages
-from console.summaries import promote_summary, request_resummarize
+from console.services import runs
+from console.services.sessions import append_messages
+from console.services.summaries import promote_summary, request_resummarize
 from console.tasks import execute_run_task
 from tests.console.factories import SMALL_WINDOW, sample_session
 from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env

@@ -6,7 +6,7 @@ from django.db import DataError, IntegrityError
 from console.errors import Conflict, ServiceError
 from console.importers import read_session_file
 from console.models import Session
-from console.services import create_session
+from console.services.sessions import create_session
 
 SUFFIXES = {".jsonl", ".json"}
 

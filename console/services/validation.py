@@ -1,25 +1,21 @@
-"""Workflows on sessions. Views, the API, commands and tasks call these; each is one transaction.
+"""What the console refuses before it writes: unstorable JSON, bad session keys, malformed messages, bad configs.
 
-Errors a caller can act on are ``ServiceError`` subclasses whose message says what to fix;
-the API turns them into 4xx answers, commands into their report.
+Every way in (pages, API, commands, imports, reported runs) goes through these; each raises
+``InvalidInput`` (or ``NotFound`` for ``locked_session``) with a message saying what to fix.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
-
-from django.conf import settings
-from django.db import transaction
 
 from compression import CompressionConfig, validate_messages
 
-from .audit import audit
-from .errors import Conflict, InvalidInput, NotFound
-from .masking import placeholder_key
-from .models import CompressionRun, Session
+from ..errors import InvalidInput, NotFound
+from ..masking import placeholder_key
+from ..models import Session
 
 #: validator codes that make a message unusable. Orphan or missing tool results are accepted:
 #: results arrive in later appends, and compression repairs what stays broken.
@@ -162,81 +158,9 @@ def session_config(session: Session, overrides: dict[str, Any] | None = None) ->
     return replace(config, secret_mask_key=placeholder_key())
 
 
-@dataclass
-class ImportedSession:
-    key: str
-    messages: list[dict[str, Any]]
-    metadata: dict[str, Any]
-    last_consolidated: int = 0
-    status: str = "active"
-    context_window_tokens: int | None = None
-
-
-@transaction.atomic
-def create_session(data: ImportedSession, user: Any = None) -> Session:
-    """Create a session with its history in one transaction; an existing key is a conflict."""
-    check_key(data.key)
-    messages = check_messages(data.messages)
-    if data.context_window_tokens is not None and not 256 <= data.context_window_tokens <= 10_000_000:
-        raise InvalidInput("context_window_tokens must be between 256 and 10000000")
-    if not isinstance(data.metadata, dict):
-        raise InvalidInput("metadata must be a JSON object")
-    problem = unstorable(data.metadata, "metadata")
-    if problem:
-        raise InvalidInput(problem)
-    if Session.objects.filter(key=data.key).exists():
-        raise Conflict(f"session {data.key!r} already exists")
-    if not 0 <= data.last_consolidated <= len(messages):
-        raise InvalidInput("last_consolidated must be between 0 and the number of messages")
-    session = Session(
-        key=data.key,
-        metadata=data.metadata,
-        status=data.status,
-        last_consolidated=data.last_consolidated,
-        channel=str(data.metadata.get("channel", ""))[:64],
-    )
-    if data.context_window_tokens is not None:
-        session.context_window_tokens = data.context_window_tokens
-    session_config(session)  # a context window the pipeline refuses is refused here
-    session.save()
-    session.append(messages)
-    if user is not None:
-        audit(user, "session.create", session, after={"messages": len(messages)})
-    return session
-
-
 def locked_session(key: str) -> Session:
     """The session called ``key``, its row locked until the transaction ends (call inside one)."""
     session = Session.objects.select_for_update().filter(key=key).first()
     if session is None:
         raise NotFound(f"no session {key!r}")
     return session
-
-
-def append_messages(
-    key: str, messages: Any, expected_version: int | None = None, user: Any = None
-) -> tuple[Session, CompressionRun | None]:
-    """Append to a session's history; may queue an automatic compression (once, not per append).
-
-    Returns the session and the run the trigger queued, if any.
-    """
-    from .runs import queue_run
-
-    with transaction.atomic():
-        session = locked_session(key)
-        check_messages(messages, first_index=session.message_count)
-        if expected_version is not None and expected_version != session.version:
-            raise Conflict(
-                f"session {key!r} is at version {session.version}, not {expected_version}: "
-                "read it again and resend what it is missing"
-            )
-        session.append(messages)
-        run = None
-        if (
-            settings.AUTO_COMPRESS
-            and not session.auto_compression_stopped
-            and session.token_count >= session_config(session).trigger_tokens
-            and not session.runs.filter(status__in=CompressionRun.ACTIVE).exists()
-        ):
-            run = queue_run(session, CompressionRun.Trigger.AUTO)
-    return session, run

@@ -27,15 +27,13 @@ from django.utils import timezone
 
 from compression import Archive as PipelineArchive
 from compression import CompressionConfig, CompressionResult, Compressor, ThrashState
-from compression.messages import messages_sha256
-from compression.summary_message import parse_summary_message
 
+from ..audit import audit, person
+from ..errors import InvalidInput, ServiceError, TooManyWaiters
+from ..models import Archive, CompressionRun, Message, Session, Summary
 from . import queue
-from .audit import audit, person
-from .errors import InvalidInput, ServiceError, TooManyWaiters
-from .models import Archive, CompressionRun, Message, Session, Summary
-from .services import ImportedSession, check_messages, create_session, locked_session, session_config
-from .summarizers import build_summarizer
+from .summarizer_factory import build_summarizer
+from .validation import locked_session, session_config
 
 log = logging.getLogger(__name__)
 
@@ -488,152 +486,11 @@ def wait_for_run(run_id: int, seconds: float, poll: float = 0.2) -> CompressionR
         time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
 
 
-# --------------------------------------------------------------------------- reported runs
-
-
-def _find_slice(haystack: list[str], needle: list[str]) -> int | None:
-    if not needle:
-        return None
-    first = needle[0]
-    for start in range(len(haystack) - len(needle) + 1):
-        if haystack[start] == first and haystack[start : start + len(needle)] == needle:
-            return start
-    return None
-
-
-def record_reported_run(
-    *,
-    session_key: str,
-    input_messages: Any,
-    output_messages: Any,
-    archive_messages: Any = None,
-    summary_text: str | None = None,
-    provenance: dict[str, Any] | None = None,
-    user: Any = None,
-) -> CompressionRun:
-    """Store a compression a runtime did in-process, so it can be audited like any other.
-
-    The session is created from the output when it does not exist; when its live
-    history is exactly the reported input it becomes the output; otherwise it is left alone.
-    """
-    check_messages(input_messages)
-    check_messages(output_messages)
-    if archive_messages is not None:
-        check_messages(archive_messages)
-    if summary_text is not None and not summary_text.strip():
-        raise InvalidInput("summary_text is empty; leave it out when there is no summary")
-    with transaction.atomic():  # a rejected report writes nothing, stored messages included
-        input_keys = Message.store(input_messages)
-        output_keys = Message.store(output_messages)
-        session = Session.objects.select_for_update().filter(key=session_key).first()
-        if session is None:
-            session = create_session(ImportedSession(key=session_key, messages=[], metadata={}), user=user)
-            session = Session.objects.select_for_update().get(pk=session.pk)
-        start = None
-        archive_keys: list[str] = []
-        if archive_messages is not None:
-            archive_keys = Message.store(archive_messages)
-            start = _find_slice(input_keys, archive_keys)
-            if start is None:
-                raise InvalidInput("archive_messages must be a contiguous, non-empty slice of input_messages")
-        now = timezone.now()
-        run = CompressionRun.objects.create(
-            session=session,
-            trigger=CompressionRun.Trigger.REPORTED,
-            status=Status.SUCCEEDED,
-            created_by=person(user),
-            input_keys=input_keys,
-            output_keys=output_keys,
-            base_version=session.version,
-            base_length=session.message_count,
-            was_compressed=input_keys != output_keys,
-            tokens_before=Message.token_total(input_keys),
-            tokens_after=Message.token_total(output_keys),
-            started_at=now,
-            finished_at=now,
-        )
-        current = session.keys()
-        consolidated = session.last_consolidated
-        if current and current != input_keys:
-            not_applied = "the session's live history is not the reported input; it was left unchanged"
-        elif output_keys[:consolidated] != current[:consolidated]:
-            not_applied = f"the output rewrites the first {consolidated} (consolidated) messages; it was not applied"
-        else:
-            not_applied = ""
-            session.replace_from(current, output_keys)
-            run.applied = True
-        if not_applied:
-            run.warnings = [{"code": "not_applied", "message": not_applied}]
-        run.save(update_fields=["applied", "warnings"])
-        summary = None
-        if start is not None:
-            archive = Archive.objects.create(
-                session=session,
-                run=run,
-                start=start,
-                end=start + len(archive_keys),
-                message_keys=archive_keys,
-                sha256=messages_sha256(archive_messages),
-                inserted_id=_summary_id_in(output_messages) or "",
-            )
-            if summary_text is not None:
-                summary = Summary.objects.create(
-                    archive=archive,
-                    run=run,
-                    summary_id=archive.inserted_id or f"rep_{run.pk}_{archive.pk}",
-                    status=Summary.Status.ACTIVE if run.applied else Summary.Status.DRAFT,
-                    text=summary_text,
-                    provenance=_reported_provenance(provenance),
-                    created_by=run.created_by,
-                )
-        elif summary_text is not None:
-            raise InvalidInput("a summary_text needs the archive_messages it summarizes")
-        audit(user, "run.report", run, after={"session": session.key, "applied": run.applied})
-    if summary is not None:
-        queue.send_on_commit(queue.CHECK_DRIFT, summary.pk)
-    return run
-
-
-_PROVENANCE_KEYS = (
-    "generator",
-    "model",
-    "endpoint_host",
-    "prompt_version",
-    "prompt_hash",
-    "focus_topic",
-    "input_tokens",
-    "output_tokens",
-    "latency_ms",
-)
-
-
-def _reported_provenance(data: Any) -> dict[str, Any]:
-    if data is not None and not isinstance(data, dict):
-        raise InvalidInput("provenance must be a JSON object")
-    data = data or {}
-    unknown = sorted(set(data) - set(_PROVENANCE_KEYS))
-    if unknown:
-        raise InvalidInput(f"unknown provenance fields: {', '.join(unknown)}; known: {', '.join(_PROVENANCE_KEYS)}")
-    out = {key: data.get(key) for key in _PROVENANCE_KEYS}
-    out["generator"] = out["generator"] or "reported"
-    out["trigger"] = CompressionRun.Trigger.REPORTED
-    return out
-
-
-def _summary_id_in(messages: list[dict[str, Any]]) -> str | None:
-    for message in messages:
-        parsed = parse_summary_message(message) if isinstance(message, dict) else None
-        if parsed and parsed[0].get("id"):
-            return parsed[0]["id"][:64]
-    return None
-
-
 __all__ = [
     "beating",
     "cooldown_left",
     "execute_run",
     "queue_run",
-    "record_reported_run",
     "recover_stale_runs",
     "request_compression",
     "wait_for_cooldown",

@@ -10,8 +10,8 @@ from compression import ExtractiveSummarizer, OpenAISummarizer, Summarizer
 from compression.extractive import EXTRACTIVE_VERSION
 from compression.prompt import PROMPT_VERSION
 
-from .errors import InvalidInput
-from .models import SummarizerCooldown
+from ..errors import InvalidInput
+from ..models import SummarizerCooldown
 
 #: summarizer name -> the prompt versions it can run
 PROMPT_VERSIONS = {"extractive": [EXTRACTIVE_VERSION], "openai": [PROMPT_VERSION]}

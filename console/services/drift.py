@@ -19,10 +19,10 @@ from django.utils import timezone
 from compression import check_drift
 from compression.drift import DRIFT_KINDS
 
-from .audit import audit
-from .errors import Conflict, InvalidInput, NotFound
-from .models import DriftCase, DriftComment, Message, Summary
-from .roles import reviewers
+from ..audit import audit
+from ..errors import Conflict, InvalidInput, NotFound
+from ..models import DriftCase, DriftComment, Message, Summary
+from ..roles import reviewers
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 #: kinds an operator may pick when opening a case by hand (the detector's, plus anything else)

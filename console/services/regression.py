@@ -24,11 +24,11 @@ from django.db.models import QuerySet
 
 from compression import CompressionConfig, Compressor, check_drift
 
+from ..errors import ArchiveCorrupted
+from ..masking import mask_value, placeholder_key
+from ..models import Archive, DriftCase, Message, Summary
 from .drift import serious
-from .errors import ArchiveCorrupted
-from .masking import mask_value, placeholder_key
-from .models import Archive, DriftCase, Message, Summary
-from .summarizers import build_summarizer
+from .summarizer_factory import build_summarizer
 
 log = logging.getLogger(__name__)
 

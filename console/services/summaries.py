@@ -17,13 +17,14 @@ from django.utils import timezone
 from compression import Compressor, count_tokens, render_summary_message
 from compression.summary_message import SummaryHeader
 
+from ..audit import audit, person
+from ..errors import Conflict, NotFound
+from ..models import Archive, Message, Session, Summary
 from . import queue
-from .audit import audit, person
-from .errors import Conflict, NotFound
-from .models import Archive, Message, Session, Summary
+from .drift import resolve_fixed_cases
 from .runs import SWEEP_BATCH, beating
-from .services import session_config
-from .summarizers import build_summarizer
+from .summarizer_factory import build_summarizer
+from .validation import session_config
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +213,6 @@ LIVE_SUMMARY_GONE = (
 
 def promote_summary(summary_id: int, user: Any = None) -> Session:
     """Put a summary into the live session in place of its archive's current summary message."""
-    from .drift import resolve_fixed_cases  # drift reads archives through this module
-
     with transaction.atomic():
         summary = Summary.objects.select_related("archive").filter(pk=summary_id).first()
         if summary is None:
