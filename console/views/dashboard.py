@@ -13,20 +13,9 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..dashboard import (
-    CASE_STATUSES,
-    PERIODS,
-    RUN_STATUSES,
-    Category,
-    Metrics,
-    Series,
-    bar_chart,
-    dashboard_metrics,
-    hbar_chart,
-    number,
-    parse_days,
-)
+from ..dashboard import Category, Series, bar_chart, hbar_chart, number
 from ..models import CompressionRun, DriftCase
+from ..services.dashboard import CASE_STATUSES, PERIODS, RUN_STATUSES, Metrics, dashboard_metrics, parse_days
 from . import VIEW, partial
 from .archives import FINDING_KINDS, SEVERITIES
 
