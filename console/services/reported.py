@@ -54,10 +54,7 @@ def record_reported_run(
     with transaction.atomic():  # a rejected report writes nothing, stored messages included
         input_keys = Message.store(input_messages)
         output_keys = Message.store(output_messages)
-        session = Session.objects.select_for_update().filter(key=session_key).first()
-        if session is None:
-            session = create_session(ImportedSession(key=session_key, messages=[], metadata={}), user=user)
-            session = Session.objects.select_for_update().get(pk=session.pk)
+        session = _reported_session(session_key, user)
         start = None
         archive_keys: list[str] = []
         if archive_messages is not None:
@@ -65,35 +62,8 @@ def record_reported_run(
             start = _find_slice(input_keys, archive_keys)
             if start is None:
                 raise InvalidInput("archive_messages must be a contiguous, non-empty slice of input_messages")
-        now = timezone.now()
-        run = CompressionRun.objects.create(
-            session=session,
-            trigger=CompressionRun.Trigger.REPORTED,
-            status=Status.SUCCEEDED,
-            created_by=person(user),
-            input_keys=input_keys,
-            output_keys=output_keys,
-            base_version=session.version,
-            base_length=session.message_count,
-            was_compressed=input_keys != output_keys,
-            tokens_before=Message.token_total(input_keys),
-            tokens_after=Message.token_total(output_keys),
-            started_at=now,
-            finished_at=now,
-        )
-        current = session.keys()
-        consolidated = session.last_consolidated
-        if current and current != input_keys:
-            not_applied = "the session's live history is not the reported input; it was left unchanged"
-        elif output_keys[:consolidated] != current[:consolidated]:
-            not_applied = f"the output rewrites the first {consolidated} (consolidated) messages; it was not applied"
-        else:
-            not_applied = ""
-            session.replace_from(current, output_keys)
-            run.applied = True
-        if not_applied:
-            run.warnings = [{"code": "not_applied", "message": not_applied}]
-        run.save(update_fields=["applied", "warnings"])
+        run = _reported_run_row(session, input_keys, output_keys, user)
+        _apply_if_current(run, session, input_keys, output_keys)
         summary = None
         if start is not None:
             archive = Archive.objects.create(
@@ -106,21 +76,70 @@ def record_reported_run(
                 inserted_id=_summary_id_in(output_messages) or "",
             )
             if summary_text is not None:
-                summary = Summary.objects.create(
-                    archive=archive,
-                    run=run,
-                    summary_id=archive.inserted_id or f"rep_{run.pk}_{archive.pk}",
-                    status=Summary.Status.ACTIVE if run.applied else Summary.Status.DRAFT,
-                    text=summary_text,
-                    provenance=_reported_provenance(provenance),
-                    created_by=run.created_by,
-                )
+                summary = _reported_summary(run, archive, summary_text, provenance)
         elif summary_text is not None:
             raise InvalidInput("a summary_text needs the archive_messages it summarizes")
         audit(user, "run.report", run, after={"session": session.key, "applied": run.applied})
     if summary is not None:
         queue.send_on_commit(queue.CHECK_DRIFT, summary.pk)
     return run
+
+
+def _reported_session(key: str, user: Any) -> Session:
+    """The session ``key``, locked; created empty when it does not exist yet."""
+    session = Session.objects.select_for_update().filter(key=key).first()
+    if session is None:
+        session = create_session(ImportedSession(key=key, messages=[], metadata={}), user=user)
+        session = Session.objects.select_for_update().get(pk=session.pk)
+    return session
+
+
+def _reported_run_row(session: Session, input_keys: list[str], output_keys: list[str], user: Any) -> CompressionRun:
+    now = timezone.now()
+    return CompressionRun.objects.create(
+        session=session,
+        trigger=CompressionRun.Trigger.REPORTED,
+        status=Status.SUCCEEDED,
+        created_by=person(user),
+        input_keys=input_keys,
+        output_keys=output_keys,
+        base_version=session.version,
+        base_length=session.message_count,
+        was_compressed=input_keys != output_keys,
+        tokens_before=Message.token_total(input_keys),
+        tokens_after=Message.token_total(output_keys),
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def _apply_if_current(run: CompressionRun, session: Session, input_keys: list[str], output_keys: list[str]) -> None:
+    """The output becomes the live history when that is exactly the reported input (or empty); else a warning."""
+    current = session.keys()
+    consolidated = session.last_consolidated
+    if current and current != input_keys:
+        not_applied = "the session's live history is not the reported input; it was left unchanged"
+    elif output_keys[:consolidated] != current[:consolidated]:
+        not_applied = f"the output rewrites the first {consolidated} (consolidated) messages; it was not applied"
+    else:
+        not_applied = ""
+        session.replace_from(current, output_keys)
+        run.applied = True
+    if not_applied:
+        run.warnings = [{"code": "not_applied", "message": not_applied}]
+    run.save(update_fields=["applied", "warnings"])
+
+
+def _reported_summary(run: CompressionRun, archive: Archive, text: str, provenance: Any) -> Summary:
+    return Summary.objects.create(
+        archive=archive,
+        run=run,
+        summary_id=archive.inserted_id or f"rep_{run.pk}_{archive.pk}",
+        status=Summary.Status.ACTIVE if run.applied else Summary.Status.DRAFT,
+        text=text,
+        provenance=_reported_provenance(provenance),
+        created_by=run.created_by,
+    )
 
 
 _PROVENANCE_KEYS = (

@@ -169,26 +169,49 @@ def beating(name: str, refresh: Callable[[], object]) -> Iterator[None]:
 
 
 def _execute(run: CompressionRun) -> str | None:
+    """Snapshot, compress (the archive is stored before the summarizer runs), then write back under lock."""
+    keys = _snapshot(run)
+    messages, token_counts = Message.load_counted(keys)
+    config = session_config(run.session, run.config)
     session = run.session
+    thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
+    summarizer = build_summarizer()
+    archive_row: list[Archive] = []
+    result = _compress(run, Compressor(config, summarizer, thrash_state=thrash), messages, token_counts, archive_row)
+    # this run's own call failed and started a cooldown: wait it out rather than apply without a summary
+    if "summary_failed" in result.warning_codes() and wait_for_cooldown(
+        run, cooldown_left(summarizer), attempt=run.attempts
+    ):
+        return Status.QUEUED
+    _set(run, stage="write_back", heartbeat_at=timezone.now())
+    output_keys = Message.store(result.messages)
+    archive = archive_row[0] if archive_row else None
+    status, summary = _write_back(run, keys, output_keys, result, archive, config, thrash)
+    if summary is not None:
+        queue.send(queue.CHECK_DRIFT, summary.pk)  # a broker failure leaves it to the sweep
+    return status
+
+
+def _snapshot(run: CompressionRun) -> list[str]:
+    """The message keys this run compresses: the session's now, or (a retry) those its first attempt took."""
     if run.input_keys:
         # a retry after a lost worker compresses the same snapshot, so the archive it stored still fits;
         # what was appended since is kept by the write-back like any append during a run
-        keys = list(run.input_keys)
-    else:
-        keys = session.keys()
-        _set(
-            run,
-            base_version=session.version,
-            base_length=len(keys),
-            input_keys=keys,
-            tokens_before=session.token_count,
-        )
-    messages, token_counts = Message.load_counted(keys)
-    config = session_config(session, run.config)
-    thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
-    summarizer = build_summarizer()
-    compressor = Compressor(config, summarizer, thrash_state=thrash)
-    archive_row: list[Archive] = []
+        return list(run.input_keys)
+    session = run.session
+    keys = session.keys()
+    _set(run, base_version=session.version, base_length=len(keys), input_keys=keys, tokens_before=session.token_count)
+    return keys
+
+
+def _compress(
+    run: CompressionRun,
+    compressor: Compressor,
+    messages: list[dict[str, Any]],
+    token_counts: list[int],
+    archive_row: list[Archive],
+) -> CompressionResult:
+    """Run the pipeline, recording each stage on the run and storing the archive as soon as it exists."""
 
     def on_stage(name: str) -> None:
         _set(run, stage=name, heartbeat_at=timezone.now())
@@ -197,24 +220,18 @@ def _execute(run: CompressionRun) -> str | None:
         # stored and committed before any model sees the segment
         archive_row.append(_store_archive(run, archive))
 
-    result = compressor.compress(
+    return compressor.compress(
         messages,
         focus_topic=run.focus_topic or None,
-        keep_prefix=session.last_consolidated,
+        keep_prefix=run.session.last_consolidated,
         on_stage=on_stage,
         on_archive=on_archive,
         token_counts=token_counts,  # counted once when stored: not tokenized again
     )
-    # this run's own call failed and started a cooldown: wait it out rather than apply without a summary
-    if "summary_failed" in result.warning_codes() and wait_for_cooldown(
-        run, cooldown_left(summarizer), attempt=run.attempts
-    ):
-        return Status.QUEUED
-    _set(run, stage="write_back", heartbeat_at=timezone.now())
-    output_keys = Message.store(result.messages)
-    # a failed summary, an output still over the trigger, or nothing saved: never "succeeded"
-    status = Status.DEGRADED if result.degraded else Status.SUCCEEDED
-    fields: dict[str, Any] = {
+
+
+def _result_fields(run: CompressionRun, result: CompressionResult, output_keys: list[str]) -> dict[str, Any]:
+    return {
         "output_keys": output_keys,
         "was_compressed": result.was_compressed,
         "tokens_before": result.tokens_before,
@@ -226,9 +243,27 @@ def _execute(run: CompressionRun) -> str | None:
         # keep what earlier attempts recorded (a lost worker) before this attempt's own warnings
         "warnings": run.warnings + [w.to_dict() for w in result.warnings],
     }
+
+
+def _write_back(
+    run: CompressionRun,
+    keys: list[str],
+    output_keys: list[str],
+    result: CompressionResult,
+    archive: Archive | None,
+    config: CompressionConfig,
+    thrash: ThrashState,
+) -> tuple[str | None, Summary | None]:
+    """Apply the result under the session's row lock, only if the compressed prefix is unchanged.
+
+    Returns the run's final status (None: the attempt is no longer this worker's) and the summary stored.
+    """
+    # a failed summary, an output still over the trigger, or nothing saved: never "succeeded"
+    status = Status.DEGRADED if result.degraded else Status.SUCCEEDED
+    fields = _result_fields(run, result, output_keys)
     summary = None
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = Session.objects.select_for_update().get(pk=run.session_id)
         mine = CompressionRun.objects.select_for_update().filter(
             pk=run.pk, status=Status.RUNNING, attempts=run.attempts
         )
@@ -236,11 +271,11 @@ def _execute(run: CompressionRun) -> str | None:
             log.warning(
                 "run %s: attempt %s was given to another worker meanwhile; its result is dropped", run.pk, run.attempts
             )
-            return None
-        if archive_row and result.was_compressed:
-            _set_archive_id(archive_row[0], result)
+            return None, None
+        if archive is not None and result.was_compressed:
+            _set_archive_id(archive, result)
             if result.summary_text is not None:
-                summary = _store_summary(run, archive_row[0], result, config)
+                summary = _store_summary(run, archive, result, config)
         if result.was_compressed:
             current = locked.keys()
             if current[: len(keys)] != keys:
@@ -249,14 +284,9 @@ def _execute(run: CompressionRun) -> str | None:
                     "and not by appends only); it was left untouched. Compress again."
                 )
                 _finish(run, Status.CONFLICT, error=conflict, **fields)
-                return Status.CONFLICT
-            if output_keys[: locked.last_consolidated] != current[: locked.last_consolidated]:
-                raise RuntimeError("the compressed history rewrote consolidated messages; refusing to write it")
-            before = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
-            locked.replace_from(current, output_keys + current[len(keys) :])
+                return Status.CONFLICT, None  # its drift check is left to the sweep, as before
+            _apply(run, locked, keys, current, output_keys)
             fields["applied"] = True
-            after = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
-            audit(run.created_by, "session.compress", locked, before=before, after=after | {"run": run.pk})
             if summary is not None:
                 Summary.objects.filter(pk=summary.pk).update(status=Summary.Status.ACTIVE)
         # the anti-thrash memory follows runs that count (a conflict leaves the winner's)
@@ -264,9 +294,17 @@ def _execute(run: CompressionRun) -> str | None:
         locked.auto_compression_stopped = thrash.stopped
         locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
         _finish(run, status, **fields)
-    if summary is not None:
-        queue.send(queue.CHECK_DRIFT, summary.pk)  # a broker failure leaves it to the sweep
-    return status
+    return status, summary
+
+
+def _apply(run: CompressionRun, locked: Session, keys: list[str], current: list[str], output_keys: list[str]) -> None:
+    """Replace the compressed prefix of the live history, keeping what was appended meanwhile; audited."""
+    if output_keys[: locked.last_consolidated] != current[: locked.last_consolidated]:
+        raise RuntimeError("the compressed history rewrote consolidated messages; refusing to write it")
+    before = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
+    locked.replace_from(current, output_keys + current[len(keys) :])
+    after = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
+    audit(run.created_by, "session.compress", locked, before=before, after=after | {"run": run.pk})
 
 
 # --------------------------------------------------------------------------- summarizer cooldown
