@@ -18,7 +18,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -30,14 +29,14 @@ from ninja.security import HttpBearer, django_auth
 
 from . import schemas
 from .errors import NotFound, ServiceError
-from .masking import MaskingRenderer, api_reveal, key_search, reveals
+from .masking import MaskingRenderer, api_reveal, reveals
 from .middleware import database_unavailable
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
+from .queries import AuditQuery, CaseQuery, archive_hits, session_search
 from .services import drift, reported, runs, summaries
 from .services.sessions import ImportedSession, append_messages, create_session
 from .services.validation import MAX_JSON_DEPTH, may_hold_unstorable, unstorable
 from .throttling import FailedAuthThrottle, KeyRateThrottle
-from .views.audit_log import AuditQuery
 
 FAILED_AUTH = FailedAuthThrottle()
 
@@ -292,12 +291,7 @@ def create(request: HttpRequest, payload: schemas.SessionIn) -> Status:
 @paginate(Pages)
 def list_sessions(request: HttpRequest, filters: Query[schemas.SessionsQuery]) -> Any:
     require(request, "console.view_session", "read sessions")
-    found = Session.objects.order_by("-updated_at", "-id")
-    q = filters.q
-    if q.strip():
-        # channels are stored masked (Session.save)
-        found = found.filter(key_search(q.strip(), reveal=reveals(request)) | Q(channel__icontains=q.strip()))
-    return found
+    return session_search(Session.objects.all(), filters.q, reveal=reveals(request))
 
 
 @sessions.get("/{key}", response={200: schemas.SessionDetailOut, **ERRORS}, summary="A session and its history")
@@ -358,30 +352,7 @@ def search_archives(request: HttpRequest, key: str, query: Query[schemas.Archive
     needle, limit = query.q.strip(), query.limit
     if not needle:
         raise HttpError(422, "q: give a word or phrase to search for")
-    archives = list(session.archives.order_by("created_at", "id").values_list("pk", "start", "message_keys"))
-    keys = {k for _, _, message_keys in archives for k in message_keys}
-    # Message.text is stored masked: a search never confirms a secret the response would hide
-    matches = dict(Message.objects.filter(sha256__in=keys, text__icontains=needle).values_list("sha256", "text")[:5000])
-    roles = dict(Message.objects.filter(sha256__in=matches).values_list("sha256", "role"))
-    hits: list[dict[str, Any]] = []
-    for archive_id, start, message_keys in archives:
-        for offset, message_key in enumerate(message_keys):
-            if message_key in matches and len(hits) < limit:
-                hits.append(
-                    {
-                        "archive_id": archive_id,
-                        "message_index": start + offset,
-                        "role": roles.get(message_key, ""),
-                        "snippet": _snippet(matches[message_key], needle),
-                    }
-                )
-    return {"query": needle, "hits": hits}
-
-
-def _snippet(text: str, needle: str, width: int = 80) -> str:
-    at = text.lower().find(needle.lower())
-    start, end = max(0, at - width), min(len(text), at + len(needle) + width)
-    return ("…" if start else "") + " ".join(text[start:end].split()) + ("…" if end < len(text) else "")
+    return {"query": needle, "hits": archive_hits(session, needle, limit)}
 
 
 # --------------------------------------------------------------------------- runs
@@ -492,25 +463,16 @@ cases = Router(tags=["drift cases"])
 @paginate(Pages)
 def list_cases(request: HttpRequest, filters: Query[schemas.CasesQuery]) -> Any:
     require(request, "console.view_session", "read drift cases")
-    status, severity, session, assignee, kind = (
-        filters.status,
-        filters.severity,
-        filters.session,
-        filters.assignee,
-        filters.kind,
+    query = CaseQuery(
+        status=filters.status,
+        severity=filters.severity,
+        kind=filters.kind,
+        session=filters.session,
+        assignee=filters.assignee,
+        mentions=filters.mentions,
     )
-    cases = DriftCase.objects.select_related("session", "assignee", "opened_by").order_by("-created_at", "-id")
-    if status:
-        cases = cases.filter(status=status)
-    if severity:
-        cases = cases.filter(severity=severity)
-    if session:
-        cases = cases.filter(key_search(session, reveal=reveals(request), prefix="session__", exact=True))
-    if assignee:
-        cases = cases.filter(assignee__username=assignee)
-    if kind:
-        cases = cases.filter(DriftCase.of_kind(kind))
-    return cases
+    cases = DriftCase.objects.select_related("session", "assignee", "opened_by")
+    return query.apply(cases, request.user, reveal=reveals(request))
 
 
 @cases.post("", response={201: schemas.DriftCaseDetailOut, **ERRORS}, summary="Open a case by hand about a passage")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, StringConstraints, WithJsonSchema
@@ -84,9 +84,10 @@ class SessionsQuery(Schema):
 class CasesQuery(Schema):
     status: StatusFilter = ""
     severity: SeverityFilter = ""
-    session: ShortText = Field("", description="a session key")
-    assignee: ShortText = Field("", description="a username")
+    session: ShortText = Field("", description="part of a session key (as the drift queue page matches it)")
+    assignee: ShortText = Field("", description='a username, "me" or "none"')
     kind: KindFilter = ""
+    mentions: Literal["", "me"] = Field("", description='"me": cases with a comment that mentions you')
 
 
 class AuditQueryIn(Schema):

@@ -13,7 +13,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from compression import check_drift
@@ -226,8 +225,3 @@ def resolve_fixed_cases(summary: Summary, user: Any) -> list[DriftCase]:
             after={"status": case.status, "fixed_by": summary.summary_id},
         )
     return cases
-
-
-def mentioning(user: Any) -> Q:
-    """Cases with a comment that mentions ``user``."""
-    return Q(comments__mentions=user)

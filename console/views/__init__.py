@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.translation import gettext_lazy
 from django_htmx.middleware import HtmxDetails
 
@@ -55,12 +55,6 @@ def int_or_none(value: str | None) -> int | None:
         return int(value) if value else None
     except ValueError:
         return None
-
-
-def choice(params: QueryDict, name: str, allowed: Iterable[str], default: str = "") -> str:
-    """A query parameter that must be one of ``allowed``; anything else (or nothing) gives ``default``."""
-    value = params.get(name, default).strip()
-    return value if value in allowed else default
 
 
 def see_other(url: str) -> HttpResponse:

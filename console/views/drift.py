@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.db.models import Count, QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -28,8 +26,8 @@ from compression.messages import content_text
 from .. import audit
 from ..display import render_markdown, shown
 from ..errors import ServiceError
-from ..masking import key_search
 from ..models import CompressionRun, DriftCase, Summary
+from ..queries import CaseQuery
 from ..roles import reviewers
 from ..services import drift, regression
 from . import (
@@ -37,7 +35,6 @@ from . import (
     REVIEW,
     VIEW,
     HtmxHttpRequest,
-    choice,
     fragment,
     load_messages,
     partial,
@@ -65,58 +62,6 @@ CASE_CHANGED = "caseChanged"
 
 
 # --------------------------------------------------------------------------- the queue
-
-
-@dataclass(frozen=True)
-class CaseQuery:
-    """The queue's filters, parsed leniently from GET (unknown values are ignored). By default: open cases."""
-
-    status: str = "open"
-    severity: str = ""
-    kind: str = ""
-    session: str = ""
-    #: a username, "me" or "none"
-    assignee: str = ""
-    #: "me": cases with a comment that mentions the viewer
-    mentions: str = ""
-
-    @classmethod
-    def parse(cls, params: QueryDict) -> CaseQuery:
-        return cls(
-            status=choice(params, "status", [*DriftCase.Status.values, "all"], "open"),
-            severity=choice(params, "severity", SEVERITIES),
-            kind=choice(params, "kind", FINDING_KINDS),
-            session=params.get("session", "").strip()[:255],
-            assignee=params.get("assignee", "").strip()[:150],
-            mentions=choice(params, "mentions", ("me",)),
-        )
-
-    @property
-    def filtered(self) -> bool:
-        return self != CaseQuery()
-
-    def apply(self, cases: QuerySet[DriftCase], user: Any) -> QuerySet[DriftCase]:
-        if self.status != "all":
-            cases = cases.filter(status=self.status)
-        if self.severity:
-            cases = cases.filter(severity=self.severity)
-        if self.kind:
-            cases = cases.filter(DriftCase.of_kind(self.kind))
-        if self.session:
-            cases = cases.filter(key_search(self.session, prefix="session__"))  # as the queue shows keys: masked
-        if self.assignee == "none":
-            cases = cases.filter(assignee=None)
-        elif self.assignee:
-            cases = cases.filter(assignee__username=user.get_username() if self.assignee == "me" else self.assignee)
-        if self.mentions:
-            cases = cases.filter(pk__in=DriftCase.objects.filter(drift.mentioning(user)).values("pk"))
-        return cases.order_by("-created_at", "-id")
-
-    def params(self) -> str:
-        values = {k: v for k, v in vars(self).items() if v and getattr(CaseQuery(), k) != v}
-        if self.status == "open":
-            values.pop("status", None)
-        return urlencode(values)
 
 
 @require_GET

@@ -13,12 +13,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from compression.summary_message import SummaryHeader, render_summary_message
+from console import queries as views
 from console.celery import tasks_inline
 from console.errors import InvalidInput
 from console.models import Archive, CompressionRun, DriftCase, Session, Summary
 from console.services import runs as run_service
 from console.services.sessions import ImportedSession, create_session
-from console.views import sessions as views
 from tests.console.factories import superuser_client
 
 Status = CompressionRun.Status
