@@ -4,8 +4,7 @@ Authentication: ``Authorization: Bearer <key>`` (``manage.py create_api_key``) o
 session (with CSRF). Every response is masked (``console.masking``: secrets as placeholders, in
 content, metadata, typed text and errors alike); a key whose role holds ``console.reveal_secrets``
 may add ``?reveal=1`` to get it raw, which is audited. Every error is JSON ``{"detail": "..."}``
-saying what to fix; a rejected request writes nothing (each write is one transaction in ``services``/
-``runs``/``summaries``).
+saying what to fix; a rejected request writes nothing (each write is one transaction in ``console.services``).
 """
 
 import hmac
@@ -77,7 +76,7 @@ class StrictJsonParser(Parser):
 
     Refused: a Content-Type other than JSON (415), bytes that are not UTF-8, what is not JSON (NaN, Infinity,
     numbers too large for a float or of over 4300 digits), a top level other than an object (every body is one),
-    and anything ``services.unstorable`` names: NUL characters and lone surrogates anywhere, keys included,
+    and anything ``services.validation.unstorable`` names: NUL characters and lone surrogates anywhere, keys included,
     and nesting deeper than ``MAX_JSON_DEPTH``. (NUL in the URL is refused by ``console.input_checks``.)
     """
 

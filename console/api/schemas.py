@@ -13,7 +13,7 @@ from ..models import CompressionRun, DriftCase, Summary
 from ..services.drift import MANUAL_KINDS
 from ..services.validation import KEY_MAX, key_problem
 
-Messages = list[Any]  # checked by services.check_messages, which names the message at fault
+Messages = list[Any]  # checked by services.validation.check_messages, which names the message at fault
 
 # --------------------------------------------------------------------------- input types
 

@@ -6,5 +6,6 @@ Within the package: ``validation`` and ``queue`` are the base; ``summarizer_fact
 configured summarizer; ``runs`` (queue, execute, recover), ``sessions`` (create, append: may queue
 a run), ``reported`` (runs a runtime did in-process); ``drift`` (checks, cases, review) and
 ``summaries`` (re-summarize, promote: resolves drift cases); ``regression`` (export and replay of
-drift cases) and ``dashboard`` (the quality metrics). Tasks are sent only by ``queue``, by name.
+drift cases), ``exports`` (a session with its whole record) and ``dashboard`` (the quality metrics).
+Tasks are sent only by ``queue``, by name.
 """
