@@ -89,9 +89,9 @@ SCENARIOS = {
 
 
 def compress(size: int, window: int, scenario: str = "archived") -> Any:
-    from console import runs
     from console.celery import tasks_inline
-    from console.services import ImportedSession, create_session
+    from console.services import runs
+    from console.services.sessions import ImportedSession, create_session
 
     consolidated, extra = SCENARIOS[scenario]
     config: dict[str, Any] = {"context_window_tokens": window}

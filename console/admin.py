@@ -10,11 +10,10 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 
 from .apikeys import revoke_api_key
-from .drift import update_drift_case
+from .errors import ArchiveCorrupted, ServiceError
 from .masking import may_reveal
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, DriftComment, Session, Summary
-from .services import ServiceError
-from .summaries import ArchiveCorrupted, archive_messages
+from .services.drift import update_drift_case
 
 
 @admin.register(Session)
@@ -67,7 +66,7 @@ class ArchiveAdmin(ViewOnly):
     @admin.display(description="originals match sha256")
     def verified(self, obj: Archive) -> str:
         try:
-            archive_messages(obj)
+            obj.verified_messages()
         except ArchiveCorrupted as exc:
             return f"NO: {exc}"
         return "yes"

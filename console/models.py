@@ -19,9 +19,13 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from compression import SUMMARY_MARKER
+from compression import Archive as PipelineArchive
 from compression.messages import content_text, message_sha256
+from compression.summary_message import parse_summary_message
 from compression.tokens import count_tokens
 
+from .errors import ArchiveCorrupted
 from .masking import mask_text, masked_key
 
 
@@ -208,6 +212,15 @@ class Session(models.Model):
         self.version += 1
         self.save(update_fields=["message_count", "token_count", "version", "updated_at"])
 
+    def live_summary_index(self, summary_ids: set[str]) -> tuple[int, str] | None:
+        """Position and id of the live message that carries one of ``summary_ids`` in its header."""
+        entries = self.entries.filter(message__role="user", message__text__startswith=SUMMARY_MARKER)
+        for position, data in entries.values_list("position", "message__data"):
+            parsed = parse_summary_message(data)
+            if parsed and parsed[0].get("id") in summary_ids:
+                return position, parsed[0]["id"]
+        return None
+
 
 class SessionEntry(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries")
@@ -296,6 +309,26 @@ class CompressionRun(models.Model):
     def finished(self) -> bool:
         return self.status not in self.ACTIVE
 
+    def segment_tokens(self, cuts: dict[str, tuple[int, int]]) -> dict[str, list[int]]:
+        """Tokens of head / middle / tail of the input (``cuts["in"]``) and the output (``cuts["out"]``).
+
+        ``cuts[side]`` is ``(a, b)``: positions below ``a`` are the head, from ``b`` the tail. The counts
+        stored with the messages are read in batches (no database-specific SQL: any backend works).
+        """
+        keys = {"in": self.input_keys or [], "out": self.output_keys or []}
+        tokens: dict[str, int] = {}
+        distinct = list(dict.fromkeys(keys["in"] + keys["out"]))
+        for i in range(0, len(distinct), 2000):
+            rows = Message.objects.filter(sha256__in=distinct[i : i + 2000]).values_list("sha256", "tokens")
+            tokens.update(rows)
+        counts: dict[str, list[int]] = {}
+        for side, (a, b) in cuts.items():
+            sums = [0, 0, 0]
+            for index, key in enumerate(keys[side]):
+                sums[0 if index < a else 1 if index < b else 2] += tokens.get(key, 0)
+            counts[side] = sums
+        return counts
+
 
 class Archive(Immutable):
     """The original middle segment a run replaced, ``[start, end)`` of its input, checksummed."""
@@ -315,6 +348,18 @@ class Archive(Immutable):
 
     def __str__(self) -> str:
         return f"archive {self.pk} ({self.start}-{self.end})"
+
+    def verified_messages(self) -> list[dict[str, Any]]:
+        """The archived originals, verified against the archive's sha256 and range (``ArchiveCorrupted`` if not)."""
+        try:
+            messages = Message.load(self.message_keys)
+        except LookupError as exc:
+            raise ArchiveCorrupted(f"archive {self.pk} is incomplete: {exc}") from None
+        if not PipelineArchive(self.start, self.end, messages, self.sha256).verify():
+            raise ArchiveCorrupted(
+                f"archive {self.pk} does not match its sha256 {self.sha256[:16]}: its originals were altered"
+            )
+        return messages
 
 
 class Summary(Immutable):
@@ -380,6 +425,13 @@ class Summary(Immutable):
         row = super().from_db(db, field_names, values)
         row._stored_status = row.__dict__.get("status")
         return row
+
+    #: a finished, inactive version: what promoting can put live
+    PROMOTABLE = (Status.DRAFT, Status.SUPERSEDED)
+
+    @property
+    def promotable(self) -> bool:
+        return self.status in self.PROMOTABLE
 
     def mutable_fields(self) -> frozenset[str]:
         if self._stored_status == self.Status.PENDING:

@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers that take ids and call one function in runs, summaries or drift."""
+"""Celery tasks: thin wrappers that take ids and call one service (``console.services``); no service imports this."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import socket
 from celery import shared_task
 from django.db import connection
 
-from . import drift, runs, summaries
+from .services import drift, runs, summaries
 
 
 @shared_task(name="console.health_check")

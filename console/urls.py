@@ -5,8 +5,8 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .views import archives, dashboard, drift, health, messages, runs, sessions, summaries
-from .views.audit_log import audit_log
+from .web import archives, dashboard, drift, health, messages, runs, sessions, summaries
+from .web.audit_log import audit_log
 
 urlpatterns = [
     path("", sessions.session_list, name="home"),

@@ -9,9 +9,10 @@ from django import forms
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from ..errors import ServiceError
 from ..models import DriftCase, Session
-from ..services import ServiceError, session_config
-from ..summarizers import PROMPT_VERSIONS, default_summarizer_name
+from ..services.summarizer_factory import PROMPT_VERSIONS, default_summarizer_name
+from ..services.validation import session_config
 from .labels import FINDING_KINDS, SEVERITIES
 
 

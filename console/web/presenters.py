@@ -13,7 +13,6 @@ from django.utils.translation import gettext as _
 
 from ..display import mask_unless_revealed
 from ..models import Archive, DriftCase, Summary
-from ..summaries import PROMOTABLE
 from . import labels
 
 
@@ -79,7 +78,6 @@ def versions_of(archive: Archive, reveal: bool = False) -> list[Summary]:
         summary.number = numbers[summary.pk]  # type: ignore[attr-defined]
         summary.parent_number = numbers.get(summary.parent_id or 0)  # type: ignore[attr-defined]
         summary.label = provenance(summary, reveal)  # type: ignore[attr-defined]
-        summary.promotable = summary.status in PROMOTABLE  # type: ignore[attr-defined]
     return rows
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from console import summaries
 from console.celery import tasks_inline
 from console.models import Archive
+from console.services import summaries
 from tests.browser.accounts import log_in, user
 from tests.console.factories import compress_now, sample_session
 

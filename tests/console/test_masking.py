@@ -22,13 +22,13 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from console import runs
 from console.api import api
 from console.apikeys import create_api_key
 from console.celery import tasks_inline
 from console.masking import INVISIBLE_CLASS, MaskSecretsFilter, for_page, mask_text, show_invisible
 from console.models import Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
-from console.services import ImportedSession, create_session
+from console.services import runs
+from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import HX
 from tests.console.secret_plants import ALL_TEXT, PLANTS, REQUIRED, leaks, rule_patterns
 

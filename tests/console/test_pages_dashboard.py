@@ -12,8 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from console.dashboard import dashboard_metrics
 from console.models import Archive, CompressionRun, DriftCase, Session, Summary
+from console.services.dashboard import dashboard_metrics
 from console.web.charts import Category, Series, bar_chart, compact, hbar_chart, nice_ticks
 from tests.console.factories import HX, html_of
 

@@ -1,23 +1,21 @@
-"""Workflows on sessions. Views, the API, commands and tasks call these; each is one transaction.
+"""What the console refuses before it writes: unstorable JSON, bad session keys, malformed messages, bad configs.
 
-Errors a caller can act on are ``ServiceError`` subclasses whose message says what to fix;
-the API turns them into 4xx answers, commands into their report.
+Every way in (pages, API, commands, imports, reported runs) goes through these; each raises
+``InvalidInput`` (or ``NotFound`` for ``locked_session``) with a message saying what to fix.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
-
-from django.conf import settings
-from django.db import transaction
 
 from compression import CompressionConfig, validate_messages
 
-from .masking import placeholder_key
-from .models import AuditEvent, CompressionRun, Session
+from ..errors import InvalidInput, NotFound
+from ..masking import placeholder_key
+from ..models import Session
 
 #: validator codes that make a message unusable. Orphan or missing tool results are accepted:
 #: results arrive in later appends, and compression repairs what stays broken.
@@ -30,26 +28,6 @@ _REJECTED = {
     "missing_tool_call_id",
     "bad_tool_calls",
 }
-
-
-class ServiceError(Exception):
-    """A request that cannot be carried out; the message says why and what to do."""
-
-    status = 400
-
-
-class InvalidSession(ServiceError):
-    """Input that cannot become (part of) a session."""
-
-    status = 422
-
-
-class NotFound(ServiceError):
-    status = 404
-
-
-class Conflict(ServiceError):
-    status = 409
 
 
 #: JSON nested deeper than this is refused (chat messages need about 5 levels; walking stays iterative anyway)
@@ -143,28 +121,28 @@ def key_problem(key: Any) -> str | None:
 
 
 def check_key(key: Any) -> str:
-    """``key`` when it can name a session, else InvalidSession saying why."""
+    """``key`` when it can name a session, else InvalidInput saying why."""
     problem = key_problem(key)
     if problem:
-        raise InvalidSession(f"key: {problem}")
+        raise InvalidInput(f"key: {problem}")
     return key
 
 
 def check_messages(messages: Any, first_index: int = 0) -> list[dict[str, Any]]:
     """Reject messages a chat API would refuse: unknown roles, malformed content or tool calls."""
     if not isinstance(messages, list):
-        raise InvalidSession("messages must be a JSON array of chat messages")
+        raise InvalidInput("messages must be a JSON array of chat messages")
     for index, message in enumerate(messages):
         problem = unstorable(message, f"message {first_index + index}")
         if problem:
-            raise InvalidSession(problem)
+            raise InvalidInput(problem)
     for violation in validate_messages(messages):
         if violation.code in _REJECTED:
             where = f"message {first_index + violation.index}" if violation.index >= 0 else "messages"
             problem = violation.message
             if violation.code == "missing_tool_call_id":
                 problem = "a tool result without tool_call_id"
-            raise InvalidSession(f"{where}: {problem}")
+            raise InvalidInput(f"{where}: {problem}")
     return messages
 
 
@@ -175,74 +153,9 @@ def session_config(session: Session, overrides: dict[str, Any] | None = None) ->
     try:
         config = CompressionConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
-        raise InvalidSession(f"config: {exc}") from None
+        raise InvalidInput(f"config: {exc}") from None
     # the summaries' placeholders are the pages' (never from a request: from_dict refuses the key)
     return replace(config, secret_mask_key=placeholder_key())
-
-
-def person(user: Any) -> Any:
-    """The logged-in user, or None for the system (a worker, the trigger) and anonymous callers."""
-    return user if getattr(user, "is_authenticated", False) else None
-
-
-def actor_label(user: Any) -> str:
-    return user.get_username() if person(user) else "system"
-
-
-def audit(user: Any, action: str, obj: Any, before: Any = None, after: Any = None, label: str = "") -> AuditEvent:
-    """Record a state change. ``user`` None means the system (a worker, the trigger)."""
-    return AuditEvent.objects.create(
-        actor=person(user),
-        actor_label=label or actor_label(user),
-        action=action,
-        object_type=type(obj)._meta.model_name,
-        object_id=str(obj.pk),
-        before=before,
-        after=after,
-    )
-
-
-@dataclass
-class ImportedSession:
-    key: str
-    messages: list[dict[str, Any]]
-    metadata: dict[str, Any]
-    last_consolidated: int = 0
-    status: str = "active"
-    context_window_tokens: int | None = None
-
-
-@transaction.atomic
-def create_session(data: ImportedSession, user: Any = None) -> Session:
-    """Create a session with its history in one transaction; an existing key is a conflict."""
-    check_key(data.key)
-    messages = check_messages(data.messages)
-    if data.context_window_tokens is not None and not 256 <= data.context_window_tokens <= 10_000_000:
-        raise InvalidSession("context_window_tokens must be between 256 and 10000000")
-    if not isinstance(data.metadata, dict):
-        raise InvalidSession("metadata must be a JSON object")
-    problem = unstorable(data.metadata, "metadata")
-    if problem:
-        raise InvalidSession(problem)
-    if Session.objects.filter(key=data.key).exists():
-        raise Conflict(f"session {data.key!r} already exists")
-    if not 0 <= data.last_consolidated <= len(messages):
-        raise InvalidSession("last_consolidated must be between 0 and the number of messages")
-    session = Session(
-        key=data.key,
-        metadata=data.metadata,
-        status=data.status,
-        last_consolidated=data.last_consolidated,
-        channel=str(data.metadata.get("channel", ""))[:64],
-    )
-    if data.context_window_tokens is not None:
-        session.context_window_tokens = data.context_window_tokens
-    session_config(session)  # a context window the pipeline refuses is refused here
-    session.save()
-    session.append(messages)
-    if user is not None:
-        audit(user, "session.create", session, after={"messages": len(messages)})
-    return session
 
 
 def locked_session(key: str) -> Session:
@@ -251,32 +164,3 @@ def locked_session(key: str) -> Session:
     if session is None:
         raise NotFound(f"no session {key!r}")
     return session
-
-
-def append_messages(
-    key: str, messages: Any, expected_version: int | None = None, user: Any = None
-) -> tuple[Session, CompressionRun | None]:
-    """Append to a session's history; may queue an automatic compression (once, not per append).
-
-    Returns the session and the run the trigger queued, if any.
-    """
-    from .runs import queue_run
-
-    with transaction.atomic():
-        session = locked_session(key)
-        check_messages(messages, first_index=session.message_count)
-        if expected_version is not None and expected_version != session.version:
-            raise Conflict(
-                f"session {key!r} is at version {session.version}, not {expected_version}: "
-                "read it again and resend what it is missing"
-            )
-        session.append(messages)
-        run = None
-        if (
-            settings.AUTO_COMPRESS
-            and not session.auto_compression_stopped
-            and session.token_count >= session_config(session).trigger_tokens
-            and not session.runs.filter(status__in=CompressionRun.ACTIVE).exists()
-        ):
-            run = queue_run(session, CompressionRun.Trigger.AUTO)
-    return session, run

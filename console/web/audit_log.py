@@ -4,26 +4,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..display import mask_unless_revealed
 from ..models import AuditEvent, Session
-from ..web import labels
-from ..web.htmx import fragment, partial
+from ..queries import AuditQuery
+from ..roles import AUDIT
+from . import labels
+from .htmx import fragment, partial
 
-AUDIT = "console.view_auditevent"
 PAGE_SIZE = 50
 #: changed keys named in a row's one-line summary; the rest are in its details
 CHANGES_SHOWN = 3
@@ -32,7 +29,7 @@ VALUE_CHARS = 60
 #: choices offered in the filter form's suggestion lists
 SUGGESTIONS = 500
 
-#: object_type as console.services.audit writes it (the model's lowercased name) -> the URL name of its page
+#: object_type as console.audit.audit writes it (the model's lowercased name) -> the URL name of its page
 OBJECT_PAGES = {
     "session": "session",
     "compressionrun": "run",
@@ -41,84 +38,6 @@ OBJECT_PAGES = {
     "driftcase": "drift_case",
     "message": "message",
 }
-TYPE_ALIASES = {"run": "compressionrun", "case": "driftcase", "driftcases": "driftcase", "key": "apikey"}
-
-
-def object_type_of(text: str) -> str:
-    """``drift_case``, ``Drift case``, ``run``: the object_type the audit log stores for it."""
-    name = "".join(c for c in text.lower() if c not in "_- ")
-    return TYPE_ALIASES.get(name, name)
-
-
-def day_or_none(value: str | None) -> date | None:
-    try:
-        return date.fromisoformat(value.strip()) if value else None
-    except ValueError:
-        return None
-
-
-def day_start(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, time.min))
-
-
-@dataclass(frozen=True)
-class AuditQuery:
-    """The filters, parsed leniently from GET (a value that does not parse is ignored).
-
-    ``actor`` matches the actor's name exactly (case-insensitive): an audit question is about one
-    person or one system part, and a substring would mix "bob" with "bobby". ``action`` is a prefix
-    ("drift_case." is every drift case action). ``obj`` is "type:id" or just "type". The date range
-    is inclusive, in the console's time zone.
-    """
-
-    actor: str = ""
-    action: str = ""
-    obj: str = ""
-    since: date | None = None
-    until: date | None = None
-
-    @classmethod
-    def parse(cls, params: QueryDict) -> AuditQuery:
-        return cls(
-            actor=params.get("actor", "").strip()[:150],
-            action=params.get("action", "").strip()[:64],
-            obj=params.get("object", "").strip()[:100],
-            since=day_or_none(params.get("since")),
-            until=day_or_none(params.get("until")),
-        )
-
-    @property
-    def filtered(self) -> bool:
-        return bool(self.actor or self.action or self.obj or self.since or self.until)
-
-    def apply(self, events: QuerySet[AuditEvent]) -> QuerySet[AuditEvent]:
-        if self.actor:
-            events = events.filter(actor_label__iexact=self.actor)
-        if self.action:
-            events = events.filter(action__startswith=self.action)
-        if self.obj:
-            kind, _, pk = self.obj.partition(":")
-            events = events.filter(object_type=object_type_of(kind))
-            if pk.strip():
-                events = events.filter(object_id=pk.strip())
-        if self.since:
-            events = events.filter(created_at__gte=day_start(self.since))
-        if self.until:
-            events = events.filter(created_at__lt=day_start(self.until + timedelta(days=1)))
-        return events.order_by("-created_at", "-id")
-
-    def params(self) -> str:
-        """This query as a URL query string (for the pager), empty values left out."""
-        values = {
-            "actor": self.actor,
-            "action": self.action,
-            "object": self.obj,
-            "since": self.since.isoformat() if self.since else "",
-            "until": self.until.isoformat() if self.until else "",
-        }
-        return urlencode({k: v for k, v in values.items() if v})
-
-
 # --------------------------------------------------------------------------- rows
 
 

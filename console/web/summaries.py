@@ -15,12 +15,13 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from ..display import render_markdown
+from ..errors import Conflict
 from ..models import Summary
-from ..services import Conflict
-from ..summaries import promote_summary, promotion_preview
-from ..web.forms import OpenCaseForm
-from ..web.htmx import SUMMARY_CHANGED, SUMMARY_PROMOTED, HtmxHttpRequest, partial
-from ..web.presenters import (
+from ..services.summaries import promote_summary, promotion_preview
+from . import OPEN_CASE, PROMOTE, VIEW, reveal_context, see_other
+from .forms import OpenCaseForm
+from .htmx import SUMMARY_CHANGED, SUMMARY_PROMOTED, HtmxHttpRequest, partial
+from .presenters import (
     active_of,
     cases_of,
     compare_with,
@@ -29,7 +30,6 @@ from ..web.presenters import (
     summary_progress_context,
     versions_of,
 )
-from . import OPEN_CASE, PROMOTE, VIEW, reveal_context, see_other
 
 
 def get_summary(pk: int) -> Summary:

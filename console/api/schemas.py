@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, StringConstraints, WithJsonSchema
 
-from .drift import MANUAL_KINDS
-from .models import DriftCase
-from .services import KEY_MAX, key_problem
+from ..models import CompressionRun, DriftCase, Summary
+from ..services.drift import MANUAL_KINDS
+from ..services.validation import KEY_MAX, key_problem
 
-Messages = list[Any]  # checked by services.check_messages, which names the message at fault
+Messages = list[Any]  # checked by services.validation.check_messages, which names the message at fault
 
 # --------------------------------------------------------------------------- input types
 
@@ -84,9 +84,10 @@ class SessionsQuery(Schema):
 class CasesQuery(Schema):
     status: StatusFilter = ""
     severity: SeverityFilter = ""
-    session: ShortText = Field("", description="a session key")
-    assignee: ShortText = Field("", description="a username")
+    session: ShortText = Field("", description="part of a session key (as the drift queue page matches it)")
+    assignee: ShortText = Field("", description='a username, "me" or "none"')
     kind: KindFilter = ""
+    mentions: Literal["", "me"] = Field("", description='"me": cases with a comment that mentions you')
 
 
 class AuditQueryIn(Schema):
@@ -207,6 +208,32 @@ class RunOut(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+    @staticmethod
+    def resolve_session(run: CompressionRun) -> str:
+        return run.session.key
+
+    @staticmethod
+    def resolve_input_messages(run: CompressionRun) -> int:
+        return len(run.input_keys)
+
+    @staticmethod
+    def resolve_output_messages(run: CompressionRun) -> int:
+        return len(run.output_keys)
+
+    @staticmethod
+    def resolve_archive_id(run: CompressionRun) -> int | None:
+        return run.archive.pk if hasattr(run, "archive") else None
+
+    @staticmethod
+    def resolve_summary(run: CompressionRun) -> dict[str, Any] | None:
+        archive = run.archive if hasattr(run, "archive") else None
+        summary = archive.summaries.filter(run=run).first() if archive is not None else None
+        return summary_payload(summary) if summary is not None else None
+
+
+def summary_payload(summary: Summary) -> dict[str, Any]:
+    return SummaryOut.from_orm(summary).dict()
 
 
 class CompressOut(Schema):

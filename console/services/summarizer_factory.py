@@ -10,8 +10,8 @@ from compression import ExtractiveSummarizer, OpenAISummarizer, Summarizer
 from compression.extractive import EXTRACTIVE_VERSION
 from compression.prompt import PROMPT_VERSION
 
-from .models import SummarizerCooldown
-from .services import InvalidSession
+from ..errors import InvalidInput
+from ..models import SummarizerCooldown
 
 #: summarizer name -> the prompt versions it can run
 PROMPT_VERSIONS = {"extractive": [EXTRACTIVE_VERSION], "openai": [PROMPT_VERSION]}
@@ -40,18 +40,18 @@ def build_summarizer(
     """The summarizer called ``name`` (default: a model when one is configured, else the offline one)."""
     name = name or default_summarizer_name()
     if name not in PROMPT_VERSIONS:
-        raise InvalidSession(f"unknown summarizer {name!r}; choose one of: {', '.join(PROMPT_VERSIONS)}")
+        raise InvalidInput(f"unknown summarizer {name!r}; choose one of: {', '.join(PROMPT_VERSIONS)}")
     if prompt_version and prompt_version not in PROMPT_VERSIONS[name]:
-        raise InvalidSession(
+        raise InvalidInput(
             f"summarizer {name!r} has no prompt version {prompt_version!r}; "
             f"available: {', '.join(PROMPT_VERSIONS[name])}"
         )
     if name == "extractive":
         if model:
-            raise InvalidSession("the extractive summarizer uses no model; leave model empty")
+            raise InvalidInput("the extractive summarizer uses no model; leave model empty")
         return ExtractiveSummarizer()
     if not (settings.OPENAI_BASE_URL or settings.OPENAI_API_KEY):
-        raise InvalidSession("no model endpoint is configured (set OPENAI_BASE_URL and OPENAI_API_KEY)")
+        raise InvalidInput("no model endpoint is configured (set OPENAI_BASE_URL and OPENAI_API_KEY)")
     return OpenAISummarizer(
         base_url=settings.OPENAI_BASE_URL or None,
         api_key=settings.OPENAI_API_KEY or "not-needed",

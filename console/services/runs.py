@@ -25,25 +25,15 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from compression import SUMMARY_MARKER, CompressionConfig, CompressionResult, Compressor, ThrashState
 from compression import Archive as PipelineArchive
-from compression.messages import messages_sha256
-from compression.summary_message import parse_summary_message
+from compression import CompressionConfig, CompressionResult, Compressor, ThrashState
 
+from ..audit import audit, person
+from ..errors import InvalidInput, ServiceError, TooManyWaiters
+from ..models import Archive, CompressionRun, Message, Session, Summary
 from . import queue
-from .models import Archive, CompressionRun, Message, Session, Summary
-from .services import (
-    ImportedSession,
-    InvalidSession,
-    ServiceError,
-    audit,
-    check_messages,
-    create_session,
-    locked_session,
-    person,
-    session_config,
-)
-from .summarizers import build_summarizer
+from .summarizer_factory import build_summarizer
+from .validation import locked_session, session_config
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +72,7 @@ def request_compression(
     Returns ``(run, created)``; a request while a run is in flight gets that run.
     """
     if config is not None and not isinstance(config, dict):
-        raise InvalidSession("config must be a JSON object of CompressionConfig fields")
+        raise InvalidInput("config must be a JSON object of CompressionConfig fields")
     with transaction.atomic():
         session = locked_session(key)
         active = session.runs.filter(status__in=CompressionRun.ACTIVE).order_by("created_at").first()
@@ -179,26 +169,49 @@ def beating(name: str, refresh: Callable[[], object]) -> Iterator[None]:
 
 
 def _execute(run: CompressionRun) -> str | None:
+    """Snapshot, compress (the archive is stored before the summarizer runs), then write back under lock."""
+    keys = _snapshot(run)
+    messages, token_counts = Message.load_counted(keys)
+    config = session_config(run.session, run.config)
     session = run.session
+    thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
+    summarizer = build_summarizer()
+    archive_row: list[Archive] = []
+    result = _compress(run, Compressor(config, summarizer, thrash_state=thrash), messages, token_counts, archive_row)
+    # this run's own call failed and started a cooldown: wait it out rather than apply without a summary
+    if "summary_failed" in result.warning_codes() and wait_for_cooldown(
+        run, cooldown_left(summarizer), attempt=run.attempts
+    ):
+        return Status.QUEUED
+    _set(run, stage="write_back", heartbeat_at=timezone.now())
+    output_keys = Message.store(result.messages)
+    archive = archive_row[0] if archive_row else None
+    status, summary = _write_back(run, keys, output_keys, result, archive, config, thrash)
+    if summary is not None:
+        queue.send(queue.CHECK_DRIFT, summary.pk)  # a broker failure leaves it to the sweep
+    return status
+
+
+def _snapshot(run: CompressionRun) -> list[str]:
+    """The message keys this run compresses: the session's now, or (a retry) those its first attempt took."""
     if run.input_keys:
         # a retry after a lost worker compresses the same snapshot, so the archive it stored still fits;
         # what was appended since is kept by the write-back like any append during a run
-        keys = list(run.input_keys)
-    else:
-        keys = session.keys()
-        _set(
-            run,
-            base_version=session.version,
-            base_length=len(keys),
-            input_keys=keys,
-            tokens_before=session.token_count,
-        )
-    messages, token_counts = Message.load_counted(keys)
-    config = session_config(session, run.config)
-    thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
-    summarizer = build_summarizer()
-    compressor = Compressor(config, summarizer, thrash_state=thrash)
-    archive_row: list[Archive] = []
+        return list(run.input_keys)
+    session = run.session
+    keys = session.keys()
+    _set(run, base_version=session.version, base_length=len(keys), input_keys=keys, tokens_before=session.token_count)
+    return keys
+
+
+def _compress(
+    run: CompressionRun,
+    compressor: Compressor,
+    messages: list[dict[str, Any]],
+    token_counts: list[int],
+    archive_row: list[Archive],
+) -> CompressionResult:
+    """Run the pipeline, recording each stage on the run and storing the archive as soon as it exists."""
 
     def on_stage(name: str) -> None:
         _set(run, stage=name, heartbeat_at=timezone.now())
@@ -207,24 +220,18 @@ def _execute(run: CompressionRun) -> str | None:
         # stored and committed before any model sees the segment
         archive_row.append(_store_archive(run, archive))
 
-    result = compressor.compress(
+    return compressor.compress(
         messages,
         focus_topic=run.focus_topic or None,
-        keep_prefix=session.last_consolidated,
+        keep_prefix=run.session.last_consolidated,
         on_stage=on_stage,
         on_archive=on_archive,
         token_counts=token_counts,  # counted once when stored: not tokenized again
     )
-    # this run's own call failed and started a cooldown: wait it out rather than apply without a summary
-    if "summary_failed" in result.warning_codes() and wait_for_cooldown(
-        run, cooldown_left(summarizer), attempt=run.attempts
-    ):
-        return Status.QUEUED
-    _set(run, stage="write_back", heartbeat_at=timezone.now())
-    output_keys = Message.store(result.messages)
-    # a failed summary, an output still over the trigger, or nothing saved: never "succeeded"
-    status = Status.DEGRADED if result.degraded else Status.SUCCEEDED
-    fields: dict[str, Any] = {
+
+
+def _result_fields(run: CompressionRun, result: CompressionResult, output_keys: list[str]) -> dict[str, Any]:
+    return {
         "output_keys": output_keys,
         "was_compressed": result.was_compressed,
         "tokens_before": result.tokens_before,
@@ -236,9 +243,27 @@ def _execute(run: CompressionRun) -> str | None:
         # keep what earlier attempts recorded (a lost worker) before this attempt's own warnings
         "warnings": run.warnings + [w.to_dict() for w in result.warnings],
     }
+
+
+def _write_back(
+    run: CompressionRun,
+    keys: list[str],
+    output_keys: list[str],
+    result: CompressionResult,
+    archive: Archive | None,
+    config: CompressionConfig,
+    thrash: ThrashState,
+) -> tuple[str | None, Summary | None]:
+    """Apply the result under the session's row lock, only if the compressed prefix is unchanged.
+
+    Returns the run's final status (None: the attempt is no longer this worker's) and the summary stored.
+    """
+    # a failed summary, an output still over the trigger, or nothing saved: never "succeeded"
+    status = Status.DEGRADED if result.degraded else Status.SUCCEEDED
+    fields = _result_fields(run, result, output_keys)
     summary = None
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = Session.objects.select_for_update().get(pk=run.session_id)
         mine = CompressionRun.objects.select_for_update().filter(
             pk=run.pk, status=Status.RUNNING, attempts=run.attempts
         )
@@ -246,11 +271,11 @@ def _execute(run: CompressionRun) -> str | None:
             log.warning(
                 "run %s: attempt %s was given to another worker meanwhile; its result is dropped", run.pk, run.attempts
             )
-            return None
-        if archive_row and result.was_compressed:
-            _set_archive_id(archive_row[0], result)
+            return None, None
+        if archive is not None and result.was_compressed:
+            _set_archive_id(archive, result)
             if result.summary_text is not None:
-                summary = _store_summary(run, archive_row[0], result, config)
+                summary = _store_summary(run, archive, result, config)
         if result.was_compressed:
             current = locked.keys()
             if current[: len(keys)] != keys:
@@ -259,14 +284,9 @@ def _execute(run: CompressionRun) -> str | None:
                     "and not by appends only); it was left untouched. Compress again."
                 )
                 _finish(run, Status.CONFLICT, error=conflict, **fields)
-                return Status.CONFLICT
-            if output_keys[: locked.last_consolidated] != current[: locked.last_consolidated]:
-                raise RuntimeError("the compressed history rewrote consolidated messages; refusing to write it")
-            before = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
-            locked.replace_from(current, output_keys + current[len(keys) :])
+                return Status.CONFLICT, None  # its drift check is left to the sweep, as before
+            _apply(run, locked, keys, current, output_keys)
             fields["applied"] = True
-            after = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
-            audit(run.created_by, "session.compress", locked, before=before, after=after | {"run": run.pk})
             if summary is not None:
                 Summary.objects.filter(pk=summary.pk).update(status=Summary.Status.ACTIVE)
         # the anti-thrash memory follows runs that count (a conflict leaves the winner's)
@@ -274,9 +294,17 @@ def _execute(run: CompressionRun) -> str | None:
         locked.auto_compression_stopped = thrash.stopped
         locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
         _finish(run, status, **fields)
-    if summary is not None:
-        queue.send(queue.CHECK_DRIFT, summary.pk)  # a broker failure leaves it to the sweep
-    return status
+    return status, summary
+
+
+def _apply(run: CompressionRun, locked: Session, keys: list[str], current: list[str], output_keys: list[str]) -> None:
+    """Replace the compressed prefix of the live history, keeping what was appended meanwhile; audited."""
+    if output_keys[: locked.last_consolidated] != current[: locked.last_consolidated]:
+        raise RuntimeError("the compressed history rewrote consolidated messages; refusing to write it")
+    before = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
+    locked.replace_from(current, output_keys + current[len(keys) :])
+    after = {"version": locked.version, "messages": locked.message_count, "tokens": locked.token_count}
+    audit(run.created_by, "session.compress", locked, before=before, after=after | {"run": run.pk})
 
 
 # --------------------------------------------------------------------------- summarizer cooldown
@@ -460,13 +488,6 @@ def _lost_worker(run: CompressionRun) -> dict[str, str]:
 # --------------------------------------------------------------------------- waiting
 
 
-class TooManyWaiters(ServiceError):
-    """Every waiter slot of this web process is taken; the client should retry or poll instead."""
-
-    status = 429
-    retry_after = 5
-
-
 _waiters = 0
 _waiters_lock = threading.Lock()
 
@@ -503,163 +524,11 @@ def wait_for_run(run_id: int, seconds: float, poll: float = 0.2) -> CompressionR
         time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
 
 
-# --------------------------------------------------------------------------- reported runs
-
-
-def _find_slice(haystack: list[str], needle: list[str]) -> int | None:
-    if not needle:
-        return None
-    first = needle[0]
-    for start in range(len(haystack) - len(needle) + 1):
-        if haystack[start] == first and haystack[start : start + len(needle)] == needle:
-            return start
-    return None
-
-
-def record_reported_run(
-    *,
-    session_key: str,
-    input_messages: Any,
-    output_messages: Any,
-    archive_messages: Any = None,
-    summary_text: str | None = None,
-    provenance: dict[str, Any] | None = None,
-    user: Any = None,
-) -> CompressionRun:
-    """Store a compression a runtime did in-process, so it can be audited like any other.
-
-    The session is created from the output when it does not exist; when its live
-    history is exactly the reported input it becomes the output; otherwise it is left alone.
-    """
-    check_messages(input_messages)
-    check_messages(output_messages)
-    if archive_messages is not None:
-        check_messages(archive_messages)
-    if summary_text is not None and not summary_text.strip():
-        raise InvalidSession("summary_text is empty; leave it out when there is no summary")
-    with transaction.atomic():  # a rejected report writes nothing, stored messages included
-        input_keys = Message.store(input_messages)
-        output_keys = Message.store(output_messages)
-        session = Session.objects.select_for_update().filter(key=session_key).first()
-        if session is None:
-            session = create_session(ImportedSession(key=session_key, messages=[], metadata={}), user=user)
-            session = Session.objects.select_for_update().get(pk=session.pk)
-        start = None
-        archive_keys: list[str] = []
-        if archive_messages is not None:
-            archive_keys = Message.store(archive_messages)
-            start = _find_slice(input_keys, archive_keys)
-            if start is None:
-                raise InvalidSession("archive_messages must be a contiguous, non-empty slice of input_messages")
-        now = timezone.now()
-        run = CompressionRun.objects.create(
-            session=session,
-            trigger=CompressionRun.Trigger.REPORTED,
-            status=Status.SUCCEEDED,
-            created_by=person(user),
-            input_keys=input_keys,
-            output_keys=output_keys,
-            base_version=session.version,
-            base_length=session.message_count,
-            was_compressed=input_keys != output_keys,
-            tokens_before=Message.token_total(input_keys),
-            tokens_after=Message.token_total(output_keys),
-            started_at=now,
-            finished_at=now,
-        )
-        current = session.keys()
-        consolidated = session.last_consolidated
-        if current and current != input_keys:
-            not_applied = "the session's live history is not the reported input; it was left unchanged"
-        elif output_keys[:consolidated] != current[:consolidated]:
-            not_applied = f"the output rewrites the first {consolidated} (consolidated) messages; it was not applied"
-        else:
-            not_applied = ""
-            session.replace_from(current, output_keys)
-            run.applied = True
-        if not_applied:
-            run.warnings = [{"code": "not_applied", "message": not_applied}]
-        run.save(update_fields=["applied", "warnings"])
-        summary = None
-        if start is not None:
-            archive = Archive.objects.create(
-                session=session,
-                run=run,
-                start=start,
-                end=start + len(archive_keys),
-                message_keys=archive_keys,
-                sha256=messages_sha256(archive_messages),
-                inserted_id=_summary_id_in(output_messages) or "",
-            )
-            if summary_text is not None:
-                summary = Summary.objects.create(
-                    archive=archive,
-                    run=run,
-                    summary_id=archive.inserted_id or f"rep_{run.pk}_{archive.pk}",
-                    status=Summary.Status.ACTIVE if run.applied else Summary.Status.DRAFT,
-                    text=summary_text,
-                    provenance=_reported_provenance(provenance),
-                    created_by=run.created_by,
-                )
-        elif summary_text is not None:
-            raise InvalidSession("a summary_text needs the archive_messages it summarizes")
-        audit(user, "run.report", run, after={"session": session.key, "applied": run.applied})
-    if summary is not None:
-        queue.send_on_commit(queue.CHECK_DRIFT, summary.pk)
-    return run
-
-
-_PROVENANCE_KEYS = (
-    "generator",
-    "model",
-    "endpoint_host",
-    "prompt_version",
-    "prompt_hash",
-    "focus_topic",
-    "input_tokens",
-    "output_tokens",
-    "latency_ms",
-)
-
-
-def _reported_provenance(data: Any) -> dict[str, Any]:
-    if data is not None and not isinstance(data, dict):
-        raise InvalidSession("provenance must be a JSON object")
-    data = data or {}
-    unknown = sorted(set(data) - set(_PROVENANCE_KEYS))
-    if unknown:
-        raise InvalidSession(f"unknown provenance fields: {', '.join(unknown)}; known: {', '.join(_PROVENANCE_KEYS)}")
-    out = {key: data.get(key) for key in _PROVENANCE_KEYS}
-    out["generator"] = out["generator"] or "reported"
-    out["trigger"] = CompressionRun.Trigger.REPORTED
-    return out
-
-
-def _summary_id_in(messages: list[dict[str, Any]]) -> str | None:
-    for message in messages:
-        parsed = parse_summary_message(message) if isinstance(message, dict) else None
-        if parsed and parsed[0].get("id"):
-            return parsed[0]["id"][:64]
-    return None
-
-
-def live_summary_index(session: Session, summary_ids: set[str]) -> tuple[int, str] | None:
-    """Position and id of the live message that carries one of ``summary_ids`` in its header."""
-    entries = session.entries.filter(message__role="user", message__text__startswith=SUMMARY_MARKER)
-    for position, data in entries.values_list("position", "message__data"):
-        parsed = parse_summary_message(data)
-        if parsed and parsed[0].get("id") in summary_ids:
-            return position, parsed[0]["id"]
-    return None
-
-
 __all__ = [
     "beating",
     "cooldown_left",
     "execute_run",
-    "live_summary_index",
     "queue_run",
-    "record_reported_run",
     "recover_stale_runs",
     "request_compression",
     "wait_for_cooldown",

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.decorators import permission_required
-from django.db import connection
 from django.db.models import Case, Q, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -28,11 +27,10 @@ from compression.messages import call_arguments, call_name, content_text
 from ..diff import history
 from ..diff.words import inline_diff
 from ..display import MessageView, mask_unless_revealed, may_reveal, message_view, pretty_arguments
-from ..models import Archive, CompressionRun, Message, Summary
+from ..models import Archive, CompressionRun, Summary
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
-from ..web import labels
-from ..web.htmx import partial
-from . import VIEW, int_or_none, load_messages, reveal_requested
+from . import VIEW, int_or_none, labels, load_messages, reveal_requested
+from .htmx import partial
 
 VIEWS = ("side", "unified")
 #: characters of a message a diff row shows before "show the rest" (rows come two by two)
@@ -149,37 +147,6 @@ def _count(name: str, value: Any) -> str:
     return str(value)[:16] if name == "sha256" else str(value)
 
 
-def _segment_tokens(run: CompressionRun, cuts: dict[str, tuple[int, int]]) -> dict[str, list[int]] | None:
-    """Tokens of head / middle / tail of the input and output, in one query whatever the length.
-
-    The key lists live in the run row, so the database walks them itself (SQLite ``json_each``,
-    PostgreSQL ``jsonb_array_elements_text``) instead of us sending thousands of keys.
-    """
-    vendor = connection.vendor
-    if vendor == "sqlite":
-        source, index = "json_each(r.{field}) AS e", "CAST(e.key AS INTEGER)"
-    elif vendor == "postgresql":
-        source, index = "jsonb_array_elements_text(r.{field}) WITH ORDINALITY AS e(value, ord)", "(e.ord - 1)"
-    else:
-        return None
-    run_table, message_table = CompressionRun._meta.db_table, Message._meta.db_table
-    selects, params = [], []
-    for side, field_name in (("in", "input_keys"), ("out", "output_keys")):
-        a, b = cuts[side]
-        selects.append(
-            f"SELECT '{side}', "  # noqa: S608 - table and column names are ours, values are parameters
-            f"COALESCE(SUM(CASE WHEN {index} < %s THEN m.tokens ELSE 0 END), 0), "
-            f"COALESCE(SUM(CASE WHEN {index} >= %s AND {index} < %s THEN m.tokens ELSE 0 END), 0), "
-            f"COALESCE(SUM(CASE WHEN {index} >= %s THEN m.tokens ELSE 0 END), 0) "
-            f"FROM {run_table} r CROSS JOIN {source.format(field=field_name)} "
-            f"JOIN {message_table} m ON m.sha256 = e.value WHERE r.id = %s"
-        )
-        params += [a, a, b, b, run.pk]
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(selects), params)
-        return {row[0]: [int(x) for x in row[1:]] for row in cursor.fetchall()}
-
-
 def _segments(run: CompressionRun, rows: list[history.Row], archived: bool) -> dict[str, Any] | None:
     """Head / middle / tail of the input, and what each became in the output (messages and tokens)."""
     bounds = run.boundaries or {}
@@ -200,7 +167,7 @@ def _segments(run: CompressionRun, rows: list[history.Row], archived: bool) -> d
         if row.out_index is not None:
             out_sizes[segment] += 1
     cuts_out = (out_sizes[0], out_sizes[0] + out_sizes[1])
-    tokens = _segment_tokens(run, {"in": (head, tail), "out": cuts_out})
+    tokens = run.segment_tokens({"in": (head, tail), "out": cuts_out})
 
     def parts(sizes: list[int], names: list[Any]) -> list[dict[str, Any]]:
         whole = sum(sizes) or 1

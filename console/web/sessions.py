@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.db.models import Count, F, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -23,21 +22,18 @@ from django_htmx.http import HttpResponseStopPolling, reswap, retarget
 from compression import CompressionConfig
 from compression.summary_message import parse_summary_message
 
-from .. import runs as run_service
 from ..display import MessageView, ToolCallView, mask_unless_revealed, may_reveal, message_view
-from ..masking import key_search
-from ..models import CompressionRun, DriftCase, Message, Session, SessionEntry, Summary
-from ..services import ServiceError, session_config
+from ..errors import ServiceError
+from ..models import CompressionRun, DriftCase, Session, SessionEntry, Summary
+from ..queries import SessionQuery
+from ..services import runs as run_service
+from ..services.validation import session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
-from ..web import labels
-from ..web.forms import CompressForm
-from ..web.htmx import HtmxHttpRequest, fragment, partial
-from . import COMPRESS, VIEW, choice, int_or_none, reveal_requested, see_other
+from . import COMPRESS, VIEW, int_or_none, labels, reveal_requested, see_other
+from .forms import CompressForm
+from .htmx import HtmxHttpRequest, fragment, partial
 
 PAGE_SIZE = 50
-#: content search: how many matching distinct messages count as "few", and the most sent as a list
-CONTENT_KEYS_FEW = 50
-CONTENT_KEYS_MAX = 2000
 #: messages shown at once on the session page; ``?start=`` and ``?at=`` pick the window
 WINDOW = 200
 #: runs listed on the session page
@@ -53,115 +49,12 @@ def status_label(status: str) -> Any:
 # --------------------------------------------------------------------------- the list
 
 
-SORTS = {"updated": "updated_at", "key": "key", "messages": "message_count", "tokens": "token_count"}
 SORT_LABELS = {
     "updated": gettext_lazy("Updated"),
     "key": gettext_lazy("Key"),
     "messages": gettext_lazy("Messages"),
     "tokens": gettext_lazy("Tokens"),
 }
-
-
-@dataclass(frozen=True)
-class SessionQuery:
-    """The list's search, filters and sort, parsed leniently from GET (unknown values are ignored)."""
-
-    q: str = ""
-    #: "all": keys and message content; "key": keys only (faster on huge stores)
-    scope: str = "all"
-    compressed: str = ""
-    drift: str = ""
-    status: str = ""
-    channel: str = ""
-    sort: str = "updated"
-    order: str = "desc"
-
-    @classmethod
-    def parse(cls, params: QueryDict) -> SessionQuery:
-        sort = choice(params, "sort", SORTS, "updated")
-        return cls(
-            q=params.get("q", "").strip()[:200],
-            scope=choice(params, "scope", ("all", "key"), "all"),
-            compressed=choice(params, "compressed", ("yes", "no")),
-            drift=choice(params, "drift", ("open", "none")),
-            status=params.get("status", "").strip()[:32],
-            channel=params.get("channel", "").strip()[:64],
-            sort=sort,
-            order=choice(params, "order", ("asc", "desc"), "asc" if sort == "key" else "desc"),
-        )
-
-    @property
-    def filtered(self) -> bool:
-        return bool(self.q or self.compressed or self.drift or self.status or self.channel)
-
-    def apply(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
-        if self.q:
-            match: Any = key_search(self.q)  # as the list shows keys: masked
-            if self.scope == "all":
-                match |= self._content_match()
-            sessions = sessions.filter(match)
-        if self.compressed:
-            runs = CompressionRun.objects.filter(session=OuterRef("pk"), applied=True, was_compressed=True)
-            compressed = Exists(runs)
-            sessions = sessions.filter(compressed if self.compressed == "yes" else ~compressed)
-        if self.drift:
-            open_drift = Exists(DriftCase.objects.filter(session=OuterRef("pk"), status=DriftCase.Status.OPEN))
-            sessions = sessions.filter(open_drift if self.drift == "open" else ~open_drift)
-        if self.status:
-            sessions = sessions.filter(status=self.status)
-        if self.channel:
-            sessions = sessions.filter(channel=self.channel)
-        column = SORTS[self.sort]
-        sign = "-" if self.order == "desc" else ""
-        # the id breaks ties so that pages never repeat or skip a row
-        return sessions.order_by(f"{sign}{column}", f"{sign}id")
-
-    def _content_match(self) -> Any:
-        """Sessions whose history holds a message containing ``q`` (``Message.text`` is stored masked).
-
-        A message is stored once however many sessions share it, so the distinct messages are
-        searched first (one query). A few matches (a name, an order number): their sessions come
-        from the entries' message index. Many (a common word): each session is checked against
-        them, which stops at the first hit and lets the page query stop after 50 rows.
-        (Measured with bench/sessions_list.py on SQLite and PostgreSQL.)
-        """
-        matching = Message.objects.filter(text__icontains=self.q).values_list("sha256", flat=True)
-        keys = list(matching[: CONTENT_KEYS_MAX + 1])
-        if not keys:
-            return Q(pk__in=[])
-        if len(keys) <= CONTENT_KEYS_FEW:
-            return Q(pk__in=SessionEntry.objects.filter(message_id__in=keys).values("session_id"))
-        entries = SessionEntry.objects.filter(session=OuterRef("pk"))
-        if len(keys) <= CONTENT_KEYS_MAX:
-            return Exists(entries.filter(message_id__in=keys))
-        return Exists(entries.filter(message_id__in=matching))
-
-    def params(self, **changes: str) -> str:
-        """This query as a URL query string, with ``changes`` applied and defaults left out."""
-        values = {
-            "q": self.q,
-            "scope": self.scope,
-            "compressed": self.compressed,
-            "drift": self.drift,
-            "status": self.status,
-            "channel": self.channel,
-            "sort": self.sort,
-            "order": self.order,
-        }
-        values.update(changes)
-        if values["order"] == ("asc" if values["sort"] == "key" else "desc"):
-            values["order"] = ""
-        if values["sort"] == "updated":
-            values["sort"] = ""
-        if values["scope"] == "all":
-            values["scope"] = ""
-        return urlencode({k: v for k, v in values.items() if v})
-
-    def sort_link(self, name: str) -> str:
-        """Clicking the current sort column flips its order; another column starts in its natural order."""
-        flipped = "asc" if self.order == "desc" else "desc"
-        natural = "asc" if name == "key" else "desc"
-        return self.params(sort=name, order=flipped if name == self.sort else natural)
 
 
 def count_by_session(rows: QuerySet[Any]) -> dict[int, int]:

@@ -13,20 +13,19 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from compression import check_drift
 from compression.drift import DRIFT_KINDS
 
-from .models import AuditEvent, DriftCase, DriftComment, Message, Summary
-from .services import Conflict, InvalidSession, NotFound, audit
-from .summaries import archive_messages
+from ..audit import audit
+from ..errors import Conflict, InvalidInput, NotFound
+from ..models import DriftCase, DriftComment, Message, Summary
+from ..roles import reviewers
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 #: kinds an operator may pick when opening a case by hand (the detector's, plus anything else)
 MANUAL_KINDS = (*DRIFT_KINDS, "other")
-REVIEW_PERMISSION = "console.review_drift"
 #: ``@name`` in a comment; a trailing dot or comma is punctuation, not part of the name
 MENTION = re.compile(r"(?<![\w@])@([\w.@+-]*[\w+-])")
 
@@ -64,7 +63,7 @@ def check_summary_drift(summary_id: int, *, once: bool = False) -> list[dict[str
     # must not contradict them either (indexes into it are the history's own)
     context = Message.load(archive.run.input_keys) if archive.run.input_keys else None
     findings = []
-    for finding in check_drift(archive_messages(archive), summary.text, context_messages=context):
+    for finding in check_drift(archive.verified_messages(), summary.text, context_messages=context):
         data = finding.to_dict()
         index = finding.source_index
         if index is not None and finding.scope == "segment":
@@ -93,17 +92,17 @@ def open_case(summary_id: int, *, quote: str, kind: str, severity: str, note: st
     """A case opened by hand about a passage of a summary (``quote``, as selected on the page)."""
     quote, note = quote.strip(), note.strip()
     if kind not in MANUAL_KINDS:
-        raise InvalidSession(f"unknown kind {kind!r}; one of: {', '.join(MANUAL_KINDS)}")
+        raise InvalidInput(f"unknown kind {kind!r}; one of: {', '.join(MANUAL_KINDS)}")
     if severity not in SEVERITY_RANK:
-        raise InvalidSession(f"unknown severity {severity!r}; one of: low, medium, high")
+        raise InvalidInput(f"unknown severity {severity!r}; one of: low, medium, high")
     if not quote:
-        raise InvalidSession("select (or paste) the passage of the summary the case is about")
+        raise InvalidInput("select (or paste) the passage of the summary the case is about")
     with transaction.atomic():
         summary = Summary.objects.filter(pk=summary_id).first()
         if summary is None:
             raise NotFound(f"no summary {summary_id}")
         if _plain(quote) not in _plain(summary.text):
-            raise InvalidSession(f"the quoted passage is not in summary {summary.summary_id}; quote it as it is shown")
+            raise InvalidInput(f"the quoted passage is not in summary {summary.summary_id}; quote it as it is shown")
         finding = {
             "kind": kind,
             "severity": severity,
@@ -139,11 +138,11 @@ def _state(case: DriftCase) -> dict[str, Any]:
 
 
 def _reviewer(name: str) -> Any:
-    user = get_user_model().objects.filter(username=name, is_active=True).first()
+    if not get_user_model().objects.filter(username=name, is_active=True).exists():
+        raise InvalidInput(f"no active user {name!r} to assign")
+    user = reviewers().filter(username=name).first()
     if user is None:
-        raise InvalidSession(f"no active user {name!r} to assign")
-    if not user.has_perm(REVIEW_PERMISSION):
-        raise InvalidSession(f"{name} cannot review drift cases (needs the reviewer role)")
+        raise InvalidInput(f"{name} cannot review drift cases (needs the reviewer role)")
     return user
 
 
@@ -170,7 +169,7 @@ def update_drift_case(case_id: int, changes: dict[str, Any], user: Any) -> Drift
         new = changes.get("status")
         if new and new != case.status:
             if new not in DriftCase.Status.values:
-                raise InvalidSession(f"unknown status {new!r}; one of: {', '.join(DriftCase.Status.values)}")
+                raise InvalidInput(f"unknown status {new!r}; one of: {', '.join(DriftCase.Status.values)}")
             if new not in DriftCase.TRANSITIONS[case.status]:
                 allowed = ", ".join(sorted(DriftCase.TRANSITIONS[case.status]))
                 raise Conflict(f"a {case.status} case cannot become {new}; it can become: {allowed}")
@@ -178,7 +177,7 @@ def update_drift_case(case_id: int, changes: dict[str, Any], user: Any) -> Drift
             if new == DriftCase.Status.OPEN:  # a fresh review: the old verdict stays in the history
                 case.verdict, case.fixed_by = "", None
         if case.status in (DriftCase.Status.CONFIRMED, DriftCase.Status.DISMISSED) and not case.verdict:
-            raise InvalidSession(f"a {case.status} case needs a verdict saying why")
+            raise InvalidInput(f"a {case.status} case needs a verdict saying why")
         case.save()
         after = _state(case)
         if after != before:
@@ -193,7 +192,7 @@ def add_comment(case: DriftCase, body: str, quote: str, user: Any) -> DriftComme
     """A comment, anchored to a quoted passage when given; ``@name`` mentions active teammates."""
     body = body.strip()
     if not body:
-        raise InvalidSession("a comment needs some text")
+        raise InvalidInput("a comment needs some text")
     comment = DriftComment.objects.create(case=case, author=user, body=body, quote=quote.strip())
     names = set(MENTION.findall(body))
     mentioned = list(get_user_model().objects.filter(username__in=names, is_active=True)) if names else []
@@ -226,17 +225,3 @@ def resolve_fixed_cases(summary: Summary, user: Any) -> list[DriftCase]:
             after={"status": case.status, "fixed_by": summary.summary_id},
         )
     return cases
-
-
-def history(case: DriftCase) -> list[AuditEvent]:
-    """Every recorded change of a case, oldest first."""
-    return list(
-        AuditEvent.objects.filter(object_type="driftcase", object_id=str(case.pk))
-        .select_related("actor")
-        .order_by("created_at", "id")
-    )
-
-
-def mentioning(user: Any) -> Q:
-    """Cases with a comment that mentions ``user``."""
-    return Q(comments__mentions=user)

@@ -1,8 +1,7 @@
-"""The quality dashboard's numbers for a period (a few grouped queries); its charts' geometry is
-in ``console.web.charts``.
+"""The quality dashboard's numbers for a period: six queries whatever the number of rows.
 
-``dashboard_metrics(days)`` reads the database: six queries whatever the number of rows, grouped
-in the database where SQL can do it portably and counted in Python where it cannot (JSON lists).
+Grouped in the database where SQL can do it portably and counted in Python where it cannot (JSON
+lists). The charts' geometry (``console.web.charts``) draws them.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from django.utils import timezone
 
 from compression.drift import DRIFT_KINDS
 
-from .models import CompressionRun, DriftCase, Summary
+from ..models import CompressionRun, DriftCase, Summary
 
 PERIODS = (7, 30, 90)
 DEFAULT_DAYS = 30

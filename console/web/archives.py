@@ -15,12 +15,13 @@ from django_htmx.http import trigger_client_event
 
 from ..diff.words import word_diff
 from ..display import mask_unless_revealed, message_view, render_markdown
+from ..errors import ArchiveCorrupted, ServiceError
 from ..models import Archive, Summary
-from ..services import ServiceError
-from ..summaries import ArchiveCorrupted, archive_messages, request_resummarize
-from ..web.forms import ResummarizeForm
-from ..web.htmx import SUMMARY_CHANGED, HtmxHttpRequest, partial, region
-from ..web.presenters import (
+from ..services.summaries import request_resummarize
+from . import RESUMMARIZE, VIEW, load_messages, reveal_context, see_other
+from .forms import ResummarizeForm
+from .htmx import SUMMARY_CHANGED, HtmxHttpRequest, partial, region
+from .presenters import (
     active_of,
     compare_groups,
     compare_pair,
@@ -30,7 +31,6 @@ from ..web.presenters import (
     summary_progress_context,
     versions_of,
 )
-from . import RESUMMARIZE, VIEW, load_messages, reveal_context, see_other
 
 #: archived messages shown per page
 PAGE_SIZE = 200
@@ -50,7 +50,7 @@ def archive_context(request: HttpRequest, archive: Archive, reveal: bool) -> dic
     """The whole archive page: checksum status, the window of originals shown, the summary versions."""
     corrupted = ""
     try:
-        archive_messages(archive)
+        archive.verified_messages()
     except ArchiveCorrupted as exc:
         corrupted = str(exc)
     return (

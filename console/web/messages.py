@@ -10,8 +10,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from ..display import message_view
 from ..models import Message
-from ..web.htmx import partial
 from . import VIEW, reveal_requested
+from .htmx import partial
 
 
 @require_GET

@@ -13,12 +13,11 @@ from django.utils.translation import ngettext, pgettext_lazy
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..dashboard import CASE_STATUSES, PERIODS, RUN_STATUSES, Metrics, dashboard_metrics, parse_days
 from ..models import CompressionRun, DriftCase
-from ..web import labels
-from ..web.charts import Category, Series, bar_chart, hbar_chart, number
-from ..web.htmx import partial
-from . import VIEW
+from ..services.dashboard import CASE_STATUSES, PERIODS, RUN_STATUSES, Metrics, dashboard_metrics, parse_days
+from . import VIEW, labels
+from .charts import Category, Series, bar_chart, hbar_chart, number
+from .htmx import partial
 
 #: a day under a bar of the daily charts (translators: a Django date format, e.g. "n月j日")
 AXIS_DATE = pgettext_lazy("date format on a chart axis", "M j")

@@ -24,11 +24,11 @@ from django.db.models import QuerySet
 
 from compression import CompressionConfig, Compressor, check_drift
 
+from ..errors import ArchiveCorrupted
+from ..masking import mask_value, placeholder_key
+from ..models import Archive, DriftCase, Message, Summary
 from .drift import serious
-from .masking import mask_value, placeholder_key
-from .models import Archive, DriftCase, Message, Summary
-from .summaries import ArchiveCorrupted, archive_messages
-from .summarizers import build_summarizer
+from .summarizer_factory import build_summarizer
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def export_case(case: DriftCase, *, reveal: bool = False) -> dict[str, Any]:
         "verdict": case.verdict,
         # sha256 is of the stored originals: a masked export no longer hashes to it
         "archive": {"id": archive.pk, "start": archive.start, "end": archive.end, "sha256": archive.sha256},
-        "original_segment": archive_messages(archive),
+        "original_segment": archive.verified_messages(),
         # the drift check the case came from also held the summary to constraints said around the segment
         "context_messages": context_messages(archive),
         "bad_summary": _summary(case.summary),
@@ -207,7 +207,7 @@ def replay_cases(
     prompt_version: str | None = None,
 ) -> list[ReplayResult]:
     """Replay every record with the summarizer configured like a re-summarize (defaults from settings) and the
-    pipeline's default config. An unknown summarizer or prompt version raises ``InvalidSession`` first."""
+    pipeline's default config. An unknown summarizer or prompt version raises ``InvalidInput`` first."""
     config = CompressionConfig(secret_mask_key=placeholder_key())
     compressor = Compressor(config, build_summarizer(summarizer_name, model, prompt_version))
     return [replay_record(compressor, record) for record in records]

@@ -22,7 +22,8 @@ from django.db import models, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .models import CompressionRun, Summary
+from ..celery import app
+from ..models import CompressionRun, Summary
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +42,15 @@ M = TypeVar("M", CompressionRun, Summary)
 
 def send(name: str, pk: int) -> bool:
     """Send task ``name`` for row ``pk`` now. False (logged, not raised) when the broker did not take it."""
-    from . import tasks  # noqa: F401  (registers the tasks; imported here, it imports the modules that send)
-    from .celery import app
-
+    options = {"retry": True, "retry_policy": settings.CELERY_TASK_PUBLISH_RETRY_POLICY}
     try:
-        app.tasks[name].apply_async((pk,), retry=True, retry_policy=settings.CELERY_TASK_PUBLISH_RETRY_POLICY)
+        # by name: the task registered under it (console.apps registers them; eager in tests and setup
+        # commands), else a plain message for the workers. Either way no service imports console.tasks.
+        task = app.tasks.get(name)
+        if task is None:
+            app.send_task(name, (pk,), **options)
+        else:
+            task.apply_async((pk,), **options)
     except Exception as exc:
         log.warning("could not send %s(%s): %s; it stays queued for the recovery sweep", name, pk, exc)
         return False

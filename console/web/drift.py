@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import permission_required
-from django.contrib.auth.models import Permission
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -25,17 +21,18 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from compression.messages import content_text
 
-from .. import drift, regression
+from .. import audit
 from ..display import mask_unless_revealed, render_markdown
-from ..masking import key_search
+from ..errors import ServiceError
 from ..models import CompressionRun, DriftCase, Summary
-from ..services import ServiceError
-from ..web import labels
-from ..web.forms import CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
-from ..web.htmx import CASE_CHANGED, HtmxHttpRequest, fragment, partial, region
-from ..web.labels import FINDING_KINDS, SEVERITIES
-from ..web.presenters import finding_row, label_case, provenance
-from . import OPEN_CASE, REVIEW, VIEW, choice, load_messages, reveal_context, see_other
+from ..queries import CaseQuery
+from ..roles import reviewers
+from ..services import drift, regression
+from . import OPEN_CASE, REVIEW, VIEW, labels, load_messages, reveal_context, see_other
+from .forms import CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
+from .htmx import CASE_CHANGED, HtmxHttpRequest, fragment, partial, region
+from .labels import FINDING_KINDS, SEVERITIES
+from .presenters import finding_row, label_case, provenance
 
 PAGE_SIZE = 50
 #: characters of context shown either side of a quoted passage
@@ -46,70 +43,6 @@ STATUS_ORDER = ("confirmed", "dismissed", "resolved", "open")
 
 
 # --------------------------------------------------------------------------- the queue
-
-
-@dataclass(frozen=True)
-class CaseQuery:
-    """The queue's filters, parsed leniently from GET (unknown values are ignored). By default: open cases."""
-
-    status: str = "open"
-    severity: str = ""
-    kind: str = ""
-    session: str = ""
-    #: a username, "me" or "none"
-    assignee: str = ""
-    #: "me": cases with a comment that mentions the viewer
-    mentions: str = ""
-
-    @classmethod
-    def parse(cls, params: QueryDict) -> CaseQuery:
-        return cls(
-            status=choice(params, "status", [*DriftCase.Status.values, "all"], "open"),
-            severity=choice(params, "severity", SEVERITIES),
-            kind=choice(params, "kind", FINDING_KINDS),
-            session=params.get("session", "").strip()[:255],
-            assignee=params.get("assignee", "").strip()[:150],
-            mentions=choice(params, "mentions", ("me",)),
-        )
-
-    @property
-    def filtered(self) -> bool:
-        return self != CaseQuery()
-
-    def apply(self, cases: QuerySet[DriftCase], user: Any) -> QuerySet[DriftCase]:
-        if self.status != "all":
-            cases = cases.filter(status=self.status)
-        if self.severity:
-            cases = cases.filter(severity=self.severity)
-        if self.kind:
-            cases = cases.filter(DriftCase.of_kind(self.kind))
-        if self.session:
-            cases = cases.filter(key_search(self.session, prefix="session__"))  # as the queue shows keys: masked
-        if self.assignee == "none":
-            cases = cases.filter(assignee=None)
-        elif self.assignee:
-            cases = cases.filter(assignee__username=user.get_username() if self.assignee == "me" else self.assignee)
-        if self.mentions:
-            cases = cases.filter(pk__in=DriftCase.objects.filter(drift.mentioning(user)).values("pk"))
-        return cases.order_by("-created_at", "-id")
-
-    def params(self) -> str:
-        values = {k: v for k, v in vars(self).items() if v and getattr(CaseQuery(), k) != v}
-        if self.status == "open":
-            values.pop("status", None)
-        return urlencode(values)
-
-
-def reviewers() -> QuerySet[Any]:
-    """Active users who may review drift cases (by group, by their own permission, or as superusers)."""
-    perm = Permission.objects.filter(content_type__app_label="console", codename="review_drift")
-    return (
-        get_user_model()
-        .objects.filter(Q(groups__permissions__in=perm) | Q(user_permissions__in=perm) | Q(is_superuser=True))
-        .filter(is_active=True)
-        .distinct()
-        .order_by("username")
-    )
 
 
 @require_GET
@@ -211,7 +144,7 @@ def _value(name: str, state: dict[str, Any]) -> Any:
 
 def history_rows(case: DriftCase) -> list[dict[str, Any]]:
     rows = []
-    for event in drift.history(case):
+    for event in audit.history(case):
         before, after = event.before or {}, event.after or {}
         changes = [
             {
@@ -255,7 +188,6 @@ def fix_context(case: DriftCase, reveal: bool) -> dict[str, Any]:
     versions = list(archive.summaries.exclude(pk=case.summary_id).order_by("-created_at", "-id")[:10])
     for v in versions:
         v.serious = drift.serious(v.drift_findings or [])  # type: ignore[attr-defined]
-        v.promotable = v.status in (Summary.Status.DRAFT, Summary.Status.SUPERSEDED)  # type: ignore[attr-defined]
     #: poll while a version is being written or checked, so its drift state shows up by itself
     waiting = any(v.status == Summary.Status.PENDING or (v.text and not v.drift_checked_at) for v in versions)
     return {"case": case, "archive": archive, "versions": versions, "form": ResummarizeForm(), "waiting": waiting}

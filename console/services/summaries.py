@@ -14,36 +14,19 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from compression import Archive as PipelineArchive
 from compression import Compressor, count_tokens, render_summary_message
 from compression.summary_message import SummaryHeader
 
+from ..audit import audit, person
+from ..errors import Conflict, NotFound
+from ..models import Archive, Message, Session, Summary
 from . import queue
-from .models import Archive, Message, Session, Summary
-from .runs import SWEEP_BATCH, beating, live_summary_index
-from .services import Conflict, NotFound, ServiceError, audit, person, session_config
-from .summarizers import build_summarizer
+from .drift import resolve_fixed_cases
+from .runs import SWEEP_BATCH, beating
+from .summarizer_factory import build_summarizer
+from .validation import session_config
 
 log = logging.getLogger(__name__)
-
-
-class ArchiveCorrupted(ServiceError):
-    """Stored originals no longer match their checksum: never used silently."""
-
-    status = 500
-
-
-def archive_messages(archive: Archive) -> list[dict[str, Any]]:
-    """The archived originals, verified against the archive's sha256 and range."""
-    try:
-        messages = Message.load(archive.message_keys)
-    except LookupError as exc:
-        raise ArchiveCorrupted(f"archive {archive.pk} is incomplete: {exc}") from None
-    if not PipelineArchive(archive.start, archive.end, messages, archive.sha256).verify():
-        raise ArchiveCorrupted(
-            f"archive {archive.pk} does not match its sha256 {archive.sha256[:16]}: its originals were altered"
-        )
-    return messages
 
 
 # --------------------------------------------------------------------------- re-summarize
@@ -115,7 +98,7 @@ def execute_resummarize(summary_id: int) -> str | None:
 def _resummarize(summary: Summary, mine: Any) -> str | None:
     archive = summary.archive
     provenance = dict(summary.provenance)
-    messages = archive_messages(archive)
+    messages = archive.verified_messages()
     summarizer = build_summarizer(provenance["generator"], provenance.get("model"), provenance.get("prompt_version"))
     config = session_config(archive.session, archive.run.config if archive.run_id else None)
     outcome, facts = Compressor(config, summarizer).resummarize(
@@ -201,7 +184,7 @@ def _live_target(archive: Archive, session: Session) -> tuple[list[Summary], tup
     """The archive's active summaries, and the position and id of the live message promoting would replace."""
     active = list(archive.summaries.filter(status=Summary.Status.ACTIVE))
     candidates = {s.summary_id for s in active} | ({archive.inserted_id} if archive.inserted_id else set())
-    return active, live_summary_index(session, candidates)
+    return active, session.live_summary_index(candidates)
 
 
 def _summary_message(summary: Summary) -> dict[str, Any]:
@@ -218,9 +201,6 @@ def _summary_message(summary: Summary) -> dict[str, Any]:
     return render_summary_message(summary.text, header)
 
 
-PROMOTABLE = (Summary.Status.DRAFT, Summary.Status.SUPERSEDED)
-
-
 def _not_promotable(summary: Summary) -> str:
     return f"summary {summary.pk} is {summary.status}; only a finished, inactive summary can be promoted"
 
@@ -233,13 +213,11 @@ LIVE_SUMMARY_GONE = (
 
 def promote_summary(summary_id: int, user: Any = None) -> Session:
     """Put a summary into the live session in place of its archive's current summary message."""
-    from .drift import resolve_fixed_cases  # drift reads archives through this module
-
     with transaction.atomic():
         summary = Summary.objects.select_related("archive").filter(pk=summary_id).first()
         if summary is None:
             raise NotFound(f"no summary {summary_id}")
-        if summary.status not in PROMOTABLE:
+        if not summary.promotable:
             raise Conflict(_not_promotable(summary))
         archive = summary.archive
         session = Session.objects.select_for_update().get(pk=archive.session_id)
@@ -300,7 +278,7 @@ def promotion_preview(summary: Summary) -> PromotionPreview:
     if position is not None:
         live_tokens = session.entries.filter(position=position).values_list("message__tokens", flat=True).first()
     problem, reason = "", ""
-    if summary.status not in PROMOTABLE:
+    if not summary.promotable:
         problem, reason = _not_promotable(summary), "status"
     elif found is None:
         problem, reason = LIVE_SUMMARY_GONE, "gone"
