@@ -28,7 +28,7 @@ from ninja.pagination import PageNumberPagination, paginate
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
-from . import drift, runs, schemas, summaries
+from . import drift, notifications_api, runs, schemas, summaries
 from .masking import MaskingRenderer, api_reveal, key_search, reveals
 from .middleware import database_unavailable
 from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
@@ -582,3 +582,4 @@ api.add_router("/runs", runs_router)
 api.add_router("", archives)
 api.add_router("/drift-cases", cases)
 api.add_router("/audit-events", audit_router)
+api.add_router("", notifications_api.router)  # /notifications, /webhooks

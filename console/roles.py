@@ -22,9 +22,10 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
     ],
     REVIEWER: ["console.view_session", "console.review_drift", "console.open_drift_case"],
 }
-#: everything the other roles may do, plus reading the audit log and revealing masked secrets
+#: everything the other roles may do, plus reading the audit log, revealing masked secrets and configuring webhooks
 ROLE_PERMISSIONS[ADMIN] = sorted(
-    {p for perms in ROLE_PERMISSIONS.values() for p in perms} | {"console.view_auditevent", "console.reveal_secrets"}
+    {p for perms in ROLE_PERMISSIONS.values() for p in perms}
+    | {"console.view_auditevent", "console.reveal_secrets", "console.manage_webhooks"}
 )
 
 

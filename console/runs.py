@@ -30,7 +30,7 @@ from compression import Archive as PipelineArchive
 from compression.messages import messages_sha256
 from compression.summary_message import parse_summary_message
 
-from . import queue
+from . import notifications, queue
 from .models import Archive, CompressionRun, Message, Session, Summary
 from .services import (
     ImportedSession,
@@ -270,6 +270,8 @@ def _execute(run: CompressionRun) -> str | None:
             if summary is not None:
                 Summary.objects.filter(pk=summary.pk).update(status=Summary.Status.ACTIVE)
         # the anti-thrash memory follows runs that count (a conflict leaves the winner's)
+        if thrash.stopped and not locked.auto_compression_stopped:
+            notifications.auto_compression_stopped(locked, run, ineffective=thrash.ineffective)
         locked.ineffective_compressions = thrash.ineffective
         locked.auto_compression_stopped = thrash.stopped
         locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
@@ -399,6 +401,7 @@ def _store_summary(
 
 def _finish(run: CompressionRun, status: str, **fields: Any) -> None:
     _set(run, status=status, finished_at=timezone.now(), **fields)
+    notifications.run_ended(run)  # degraded or failed: inbox and webhooks
 
 
 # --------------------------------------------------------------------------- recovery
@@ -431,6 +434,7 @@ def recover_stale_runs(stale_after: float | None = None, queued_after: float | N
             moved = CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at)
             if moved.update(status=Status.FAILED, error=error, finished_at=now):
                 report["failed"] += 1
+                notifications.run_ended(run)
     waiting = CompressionRun.objects.filter(status=Status.QUEUED, not_before__gt=now).select_related("session")
     for run in waiting[:SWEEP_BATCH]:
         if must_shrink_now(run):  # appends pushed it over its window meanwhile: it cannot wait any longer
