@@ -90,7 +90,7 @@ class WebhookForm(forms.Form):
 
 
 def _webhook_rows() -> list[Any]:
-    return list(
+    rows = list(
         Webhook.objects.annotate(
             delivered=Count("deliveries", filter=_status(WebhookDelivery.Status.DELIVERED)),
             failed=Count("deliveries", filter=_status(WebhookDelivery.Status.FAILED)),
@@ -99,6 +99,9 @@ def _webhook_rows() -> list[Any]:
             ),
         ).order_by("name", "id")
     )
+    for row in rows:
+        row.event_labels = [notifications.EVENTS.get(e, e) for e in row.events]  # type: ignore[attr-defined]
+    return rows
 
 
 def _status(status: str) -> Q:

@@ -9,12 +9,10 @@ with ``WEBHOOK_RETRY_SECONDS=0``; one test delivers through a real worker proces
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -38,6 +36,7 @@ from console.models import (
 )
 from console.services import ImportedSession, append_messages, create_session
 from tests.console.factories import SECRET, html_of, sample_session
+from tests.fakes.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -46,45 +45,6 @@ INVERTED = "and deploy it now"
 
 
 # --------------------------------------------------------------------------- the receiver
-
-
-class Receiver:
-    """An HTTP server on 127.0.0.1 that records each POST and answers the next scripted status (then 200)."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.script: list[int] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    status = receiver.script.pop(0) if receiver.script else 200
-                    receiver.requests.append({"headers": dict(self.headers), "body": body, "path": self.path})
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain")
-                self.end_headers()
-                self.wfile.write(b"ok" if status < 300 else b"receiver says no")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def events(self) -> list[str]:
-        return [r["headers"]["X-Compression-Event"] for r in self.requests]
 
 
 @pytest.fixture
@@ -539,3 +499,33 @@ def test_a_switched_off_webhook_gets_nothing_new(receiver, inline, archive, acti
     assert not receiver.requests and not WebhookDelivery.objects.exists()
     assert Session.objects.exists()
     assert not WebhookAttempt.objects.exists()
+
+
+# --------------------------------------------------------------------------- a real worker
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_delivers_and_retries_through_the_broker(receiver):
+    from tests.console.workers import broker_env, celery_worker, default_queue, unique_queue, wait_until
+
+    webhook = hook(receiver.url)
+    receiver.script = [500]
+    name = unique_queue()
+    env = broker_env() | {"WEBHOOK_RETRY_SECONDS": "0.5", "WEBHOOK_MAX_ATTEMPTS": "3", "CONSOLE_URL": ""}
+    with celery_worker(env, name) as worker, default_queue(name):
+        delivery = notifications.ping(webhook, User.objects.create_user("pinger"))  # sent on commit
+        done = wait_until(
+            lambda: WebhookDelivery.objects.get(pk=delivery.pk),
+            lambda d: d.status in ("delivered", "failed"),
+            60,
+            f"delivery {delivery.pk}",
+            worker,
+        )
+    assert done.status == "delivered" and done.attempts == 2
+    assert list(done.attempt_rows.order_by("number").values_list("status_code", flat=True)) == [500, 200]
+    first, second = receiver.requests
+    assert first["headers"]["X-Compression-Delivery"] == second["headers"]["X-Compression-Delivery"]
+    assert int(second["headers"]["X-Compression-Timestamp"]) >= int(first["headers"]["X-Compression-Timestamp"])
+    for request in receiver.requests:
+        verified(webhook, request)
