@@ -140,6 +140,8 @@ class World:
             assert patched.status_code == 200, patched.content
         commented = self.api("post", f"/drift-cases/{self.case.pk}/comments", self.admin_key, {"body": ALL_TEXT})
         assert commented.status_code == 201, commented.content
+        # the case opened above is a delivery whose stored body the walk reads back (GET .../deliveries)
+        assert self.webhook.deliveries.filter(event=notifications.DRIFT_CASE_OPENED).exists()
 
     @staticmethod
     def api(method: str, path: str, key: str, body: Any = None, **params: str) -> Any:
