@@ -9,10 +9,12 @@ with ``WEBHOOK_RETRY_SECONDS=0``; one test delivers through a real worker proces
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,13 +86,27 @@ def hook(url: str, events: list[str] | None = None, fmt: str = "generic") -> Web
     )
 
 
+def readme_verify() -> Any:
+    """The ``verify`` function the README gives receivers, run as written (independent of the console's code)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    [code] = [b for b in blocks if "def verify(" in b]
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)  # noqa: S102 - our own README
+    return namespace["verify"]
+
+
+VERIFY = readme_verify()
+
+
 def verified(webhook: Webhook, request: dict[str, Any]) -> dict[str, Any]:
     """The request's JSON body, after checking its signature the way the README tells receivers to."""
     headers = request["headers"]
     assert headers["X-Compression-Signature"].startswith("sha256=")
-    assert notifications.verify(
-        webhook.secret, request["body"], headers["X-Compression-Signature"], headers["X-Compression-Timestamp"]
-    ), "the signature does not verify"
+    signature, timestamp = headers["X-Compression-Signature"], headers["X-Compression-Timestamp"]
+    assert VERIFY(webhook.secret, request["body"], timestamp, signature), "the README's check refuses it"
+    assert notifications.verify(webhook.secret, request["body"], signature, timestamp)
+    assert not VERIFY(webhook.secret, request["body"] + b" ", timestamp, signature), "a changed body must fail"
     return json.loads(request["body"])
 
 
