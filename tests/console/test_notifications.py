@@ -307,6 +307,19 @@ def test_a_failed_attempt_waits_its_backoff_before_the_next(receiver, settings, 
         queue.send = real  # type: ignore[assignment]
 
 
+@pytest.mark.parametrize(("asked", "wait"), [("60", 60), ("5000", 120), ("soon", 1)])
+def test_a_retry_after_is_honoured_within_the_bound(receiver, settings, monkeypatch, asked, wait):
+    settings.WEBHOOK_RETRY_SECONDS = 1
+    settings.WEBHOOK_RETRY_MAX_SECONDS = 120
+    monkeypatch.setattr(queue, "send", lambda name, pk, countdown=None: True)
+    receiver.script, receiver.retry_after = [429], asked
+    delivery = notifications.ping(hook(receiver.url), User.objects.create_user("pinger"))
+    assert notifications.deliver(delivery.pk) == "pending"
+    delivery.refresh_from_db()
+    assert wait - 5 < (delivery.next_attempt_at - timezone.now()).total_seconds() <= wait
+    assert delivery.attempt_rows.get().status_code == 429
+
+
 def test_nothing_is_lost_while_the_broker_is_down(receiver, monkeypatch, django_capture_on_commit_callbacks):
     webhook = hook(receiver.url)
     task = app.tasks[queue.DELIVER_WEBHOOK]

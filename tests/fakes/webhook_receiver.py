@@ -14,6 +14,8 @@ class Receiver:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.script: list[int] = []
+        #: sent as Retry-After with every non-2xx answer, when set
+        self.retry_after: str | None = None
         self.lock = threading.Lock()
         receiver = self
 
@@ -25,6 +27,8 @@ class Receiver:
                     receiver.requests.append({"headers": dict(self.headers), "body": body, "path": self.path})
                 self.send_response(status)
                 self.send_header("Content-Type", "text/plain")
+                if status >= 300 and receiver.retry_after is not None:
+                    self.send_header("Retry-After", receiver.retry_after)
                 self.end_headers()
                 self.wfile.write(b"ok" if status < 300 else b"receiver says no")
 
