@@ -511,6 +511,10 @@ def test_an_admin_key_configures_webhooks_over_the_api(login, receiver, inline):
     off = admin.patch(f"/api/v1/webhooks/{webhook.pk}", {"active": False}, content_type="application/json")
     assert off.status_code == 200 and off.json()["active"] is False and "secret" not in off.json()
     assert admin.get(f"/api/v1/webhooks/{webhook.pk}/deliveries?status=bogus").status_code == 422
+    rotated = admin.patch(f"/api/v1/webhooks/{webhook.pk}", {"rotate_secret": True}, content_type="application/json")
+    assert rotated.status_code == 200 and rotated.json()["secret"] != data["secret"]
+    webhook.refresh_from_db()
+    assert rotated.json()["secret"] == webhook.secret
     assert admin.delete(f"/api/v1/webhooks/{webhook.pk}").status_code == 204
 
 
