@@ -571,3 +571,119 @@ class SummarizerCooldown(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+# --------------------------------------------------------------------------- notifications (console/notifications.py)
+
+
+class Notification(models.Model):
+    """One line of a user's inbox. ``data`` is masked when written; the text is rendered (translated) from it."""
+
+    class Kind(models.TextChoices):
+        MENTION = "mention", _("mention")
+        ASSIGNMENT = "assignment", _("assignment")
+        DRIFT_CASE = "drift_case", _("new drift case")
+        RUN_DEGRADED = "run_degraded", _("degraded run")
+        RUN_FAILED = "run_failed", _("failed run")
+        AUTO_STOPPED = "auto_stopped", _("automatic compression stopped")
+
+    recipient = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    #: who caused it (a user name, or "system")
+    actor_label = models.CharField(max_length=150, blank=True)
+    #: the page it is about (a path in the console)
+    url = models.CharField(max_length=500, blank=True)
+    #: what the template needs: session key, case id, severity, run id... (masked)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["recipient", "read_at"], name="notification_unread_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.recipient_id}"
+
+
+class Webhook(models.Model):
+    """An outgoing webhook an admin configured: which events go where, in which format, signed with ``secret``."""
+
+    class Format(models.TextChoices):
+        GENERIC = "generic", _("Generic JSON")
+        SLACK = "slack", _("Slack-compatible")
+
+    name = models.CharField(_("name"), max_length=100)
+    url = models.URLField(_("URL"), max_length=2000)
+    format = models.CharField(_("format"), max_length=16, choices=Format.choices, default=Format.GENERIC)
+    #: the event names it receives (``console.notifications.EVENTS``)
+    events = models.JSONField(_("events"), default=list)
+    #: the HMAC-SHA256 key of the ``X-Compression-Signature`` header
+    secret = models.CharField(max_length=128)
+    active = models.BooleanField(_("active"), default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        permissions = [("manage_webhooks", "Can configure outgoing webhooks and see their deliveries")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WebhookDelivery(models.Model):
+    """One event for one webhook: the exact body sent (masked), retried with backoff until delivered or failed."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        SENDING = "sending", _("sending")
+        DELIVERED = "delivered", _("delivered")
+        FAILED = "failed", _("failed")
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=64)
+    #: a unique id per event and webhook (also the ``X-Compression-Delivery`` header): receivers dedupe on it
+    delivery_id = models.CharField(max_length=64, unique=True)
+    body = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    #: a pending delivery is not attempted before this
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    #: when the current attempt was claimed (a sending row silent past the timeout lost its worker)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    #: see CompressionRun: when its task was last handed to the broker, and how often (console/queue.py)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    sends = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="delivery_due_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.webhook_id} ({self.status})"
+
+
+class WebhookAttempt(models.Model):
+    """One HTTP attempt of a delivery: what the receiver answered (or why there was no answer) and how long it took."""
+
+    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_rows")
+    number = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["delivery", "number"]
+        constraints = [models.UniqueConstraint(fields=["delivery", "number"], name="unique_delivery_attempt")]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of {self.delivery_id}"

@@ -22,7 +22,7 @@ from django.utils import timezone
 from compression.drift import DRIFT_KINDS
 
 from .masking import key_search
-from .models import AuditEvent, CompressionRun, DriftCase, Message, Session, SessionEntry
+from .models import AuditEvent, CompressionRun, DriftCase, Message, Notification, Session, SessionEntry
 
 #: the drift kinds a case can have (the detector's, plus "other" for cases opened by hand)
 KINDS = (*DRIFT_KINDS, "other")
@@ -330,3 +330,10 @@ def snippet(text: str, needle: str, width: int = 80) -> str:
     at = text.lower().find(needle.lower())
     start, end = max(0, at - width), min(len(text), at + len(needle) + width)
     return ("…" if start else "") + " ".join(text[start:end].split()) + ("…" if end < len(text) else "")
+
+
+def unread_count(user: Any) -> int:
+    """How many of ``user``'s inbox lines are unread (the header's badge): one indexed count."""
+    if not getattr(user, "is_authenticated", False):
+        return 0
+    return Notification.objects.filter(recipient=user, read_at__isnull=True).count()

@@ -18,6 +18,7 @@ REVIEW = "console.review_drift"
 OPEN_CASE = "console.open_drift_case"
 AUDIT = "console.view_auditevent"
 REVEAL = "console.reveal_secrets"
+MANAGE_WEBHOOKS = "console.manage_webhooks"
 
 VIEWER = "viewer"
 OPERATOR = "operator"
@@ -29,8 +30,10 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
     OPERATOR: [VIEW, ADD, CHANGE, COMPRESS, RESUMMARIZE, PROMOTE, OPEN_CASE],
     REVIEWER: [VIEW, REVIEW, OPEN_CASE],
 }
-#: everything the other roles may do, plus reading the audit log and revealing masked secrets
-ROLE_PERMISSIONS[ADMIN] = sorted({p for perms in ROLE_PERMISSIONS.values() for p in perms} | {AUDIT, REVEAL})
+#: everything the other roles may do, plus reading the audit log, revealing masked secrets and configuring webhooks
+ROLE_PERMISSIONS[ADMIN] = sorted(
+    {p for perms in ROLE_PERMISSIONS.values() for p in perms} | {AUDIT, REVEAL, MANAGE_WEBHOOKS}
+)
 
 
 def reviewers() -> QuerySet[Any]:

@@ -5,7 +5,7 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .web import archives, dashboard, drift, health, messages, runs, sessions, summaries
+from .web import archives, dashboard, drift, health, messages, notifications, runs, sessions, summaries
 from .web.audit_log import audit_log
 
 urlpatterns = [
@@ -30,6 +30,11 @@ urlpatterns = [
     path("drift/<int:pk>/comment", drift.comment, name="drift_comment"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("audit/", audit_log, name="audit_log"),
+    path("inbox/", notifications.inbox, name="inbox"),
+    path("inbox/read", notifications.mark_all_read, name="inbox_read"),
+    path("inbox/<int:pk>/open", notifications.open_notification, name="notification_open"),
+    path("settings/webhooks/", notifications.webhooks, name="webhooks"),
+    path("settings/webhooks/<int:pk>/", notifications.webhook_detail, name="webhook"),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

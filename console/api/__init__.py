@@ -32,7 +32,7 @@ from ..middleware import database_unavailable
 from ..models import ApiKey
 from ..services.validation import MAX_JSON_DEPTH, may_hold_unstorable, unstorable
 from ..throttling import FailedAuthThrottle, KeyRateThrottle
-from .routers import archives, audit_events, drift_cases, runs, sessions
+from .routers import archives, audit_events, drift_cases, notifications, runs, sessions
 
 FAILED_AUTH = FailedAuthThrottle()
 
@@ -223,3 +223,4 @@ api.add_router("/runs", runs.runs_router)
 api.add_router("", archives.archives)
 api.add_router("/drift-cases", drift_cases.cases)
 api.add_router("/audit-events", audit_events.audit_router)
+api.add_router("", notifications.router)  # /notifications, /webhooks

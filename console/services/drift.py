@@ -22,6 +22,7 @@ from ..audit import audit
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import DriftCase, DriftComment, Message, Summary
 from ..roles import reviewers
+from . import notifications
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 #: kinds an operator may pick when opening a case by hand (the detector's, plus anything else)
@@ -83,6 +84,7 @@ def check_summary_drift(summary_id: int, *, once: bool = False) -> list[dict[str
                 summary=summary, session_id=archive.session_id, findings=opening, severity=worst(opening)
             )
             audit(None, "drift_case.open", case, after={"summary": summary.summary_id, "findings": len(opening)})
+            notifications.drift_case_opened(case)
         elif summary.status == Summary.Status.ACTIVE:
             resolve_fixed_cases(summary, None)  # promoted before its check finished
     return findings
@@ -121,6 +123,7 @@ def open_case(summary_id: int, *, quote: str, kind: str, severity: str, note: st
             opened_by=user,
         )
         audit(user, "drift_case.open", case, after={"summary": summary.summary_id, "kind": kind, "quote": quote})
+        notifications.drift_case_opened(case, user)
     return case
 
 
@@ -182,6 +185,8 @@ def update_drift_case(case_id: int, changes: dict[str, Any], user: Any) -> Drift
         after = _state(case)
         if after != before:
             audit(user, "drift_case.update", case, before=before, after=after)
+        if after["assignee"] != before["assignee"]:
+            notifications.assigned(case, user)
         if changes.get("comment"):
             add_comment(case, changes["comment"], changes.get("quote") or "", user)
     return case
@@ -197,6 +202,7 @@ def add_comment(case: DriftCase, body: str, quote: str, user: Any) -> DriftComme
     names = set(MENTION.findall(body))
     mentioned = list(get_user_model().objects.filter(username__in=names, is_active=True)) if names else []
     comment.mentions.set(mentioned)
+    notifications.mentioned(comment, mentioned)
     audit(user, "drift_case.comment", case, after={"comment": comment.pk, "mentions": sorted(map(_name, mentioned))})
     return comment
 

@@ -23,16 +23,22 @@ from django.db.models import F
 from django.utils import timezone
 
 from ..celery import app
-from ..models import CompressionRun, Summary
+from ..models import CompressionRun, Summary, WebhookDelivery
 
 log = logging.getLogger(__name__)
 
 EXECUTE_RUN = "console.execute_run"
 RESUMMARIZE = "console.resummarize"
 CHECK_DRIFT = "console.check_drift"
+DELIVER_WEBHOOK = "console.deliver_webhook"
 
 #: the row each task works on (its ``sent_at`` and ``sends`` are recorded there)
-ROWS: dict[str, type[models.Model]] = {EXECUTE_RUN: CompressionRun, RESUMMARIZE: Summary, CHECK_DRIFT: Summary}
+ROWS: dict[str, type[models.Model]] = {
+    EXECUTE_RUN: CompressionRun,
+    RESUMMARIZE: Summary,
+    CHECK_DRIFT: Summary,
+    DELIVER_WEBHOOK: WebhookDelivery,
+}
 
 #: an unsent row younger than this may still have its on-commit send under way
 SEND_GRACE = timedelta(seconds=5)
@@ -40,9 +46,10 @@ SEND_GRACE = timedelta(seconds=5)
 M = TypeVar("M", CompressionRun, Summary)
 
 
-def send(name: str, pk: int) -> bool:
-    """Send task ``name`` for row ``pk`` now. False (logged, not raised) when the broker did not take it."""
-    options = {"retry": True, "retry_policy": settings.CELERY_TASK_PUBLISH_RETRY_POLICY}
+def send(name: str, pk: int, countdown: float | None = None) -> bool:
+    """Send task ``name`` for row ``pk`` now (to run in ``countdown`` seconds). False (logged, not raised) when the
+    broker did not take it."""
+    options = {"countdown": countdown, "retry": True, "retry_policy": settings.CELERY_TASK_PUBLISH_RETRY_POLICY}
     try:
         # by name: the task registered under it (console.apps registers them; eager in tests and setup
         # commands), else a plain message for the workers. Either way no service imports console.tasks.
@@ -96,3 +103,13 @@ def send_all(name: str, rows: Iterable[Any]) -> int:
             break
         sent += 1
     return sent
+
+
+def send_delivery(pk: int, countdown: float | None = None) -> bool:
+    """Send a webhook delivery's next attempt (a retry: in ``countdown`` seconds); the sweep covers a failed send."""
+    return send(DELIVER_WEBHOOK, pk, countdown=countdown)
+
+
+def send_delivery_on_commit(pk: int) -> None:
+    """Send a webhook delivery's first attempt once the transaction that wrote it commits."""
+    send_on_commit(DELIVER_WEBHOOK, pk)

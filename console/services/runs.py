@@ -31,7 +31,7 @@ from compression import CompressionConfig, CompressionResult, Compressor, Thrash
 from ..audit import audit, person
 from ..errors import InvalidInput, ServiceError, TooManyWaiters
 from ..models import Archive, CompressionRun, Message, Session, Summary
-from . import queue
+from . import notifications, queue
 from .summarizer_factory import build_summarizer
 from .validation import locked_session, session_config
 
@@ -290,6 +290,8 @@ def _write_back(
             if summary is not None:
                 Summary.objects.filter(pk=summary.pk).update(status=Summary.Status.ACTIVE)
         # the anti-thrash memory follows runs that count (a conflict leaves the winner's)
+        if thrash.stopped and not locked.auto_compression_stopped:
+            notifications.auto_compression_stopped(locked, run, ineffective=thrash.ineffective)
         locked.ineffective_compressions = thrash.ineffective
         locked.auto_compression_stopped = thrash.stopped
         locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
@@ -427,6 +429,7 @@ def _store_summary(
 
 def _finish(run: CompressionRun, status: str, **fields: Any) -> None:
     _set(run, status=status, finished_at=timezone.now(), **fields)
+    notifications.run_ended(run)  # degraded or failed: inbox and webhooks
 
 
 # --------------------------------------------------------------------------- recovery
@@ -459,6 +462,7 @@ def recover_stale_runs(stale_after: float | None = None, queued_after: float | N
             moved = CompressionRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at)
             if moved.update(status=Status.FAILED, error=error, finished_at=now):
                 report["failed"] += 1
+                notifications.run_ended(run)
     waiting = CompressionRun.objects.filter(status=Status.QUEUED, not_before__gt=now).select_related("session")
     for run in waiting[:SWEEP_BATCH]:
         if must_shrink_now(run):  # appends pushed it over its window meanwhile: it cannot wait any longer

@@ -43,6 +43,8 @@ def test_the_pages_run_under_the_policy_without_a_violation(live_server: Any, pa
         "/drift/",
         "/dashboard/",
         "/audit/",
+        "/inbox/",
+        "/settings/webhooks/",
         "/api/v1/docs",
     ]:
         page.goto(f"{base}{path}")
