@@ -24,6 +24,10 @@ class StrictIn(Schema):
     model_config = ConfigDict(strict=True, extra="forbid")
 
 
+#: a row id as a database column holds it (a bigger number is a 422, not an overflow in the driver)
+RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+
+
 def _key(value: str) -> str:
     problem = key_problem(value)
     if problem:

@@ -13,7 +13,7 @@ from ninja.errors import HttpError
 
 from ...models import Notification, Webhook, WebhookAttempt, WebhookDelivery
 from ...services import notifications
-from ..schemas import ErrorOut
+from ..schemas import ErrorOut, RowId, StrictIn
 
 router = Router(tags=["notifications"])
 ERRORS: dict[int, type] = {code: ErrorOut for code in (400, 401, 403, 404, 409, 413, 415, 422, 429)}
@@ -50,11 +50,11 @@ class InboxOut(Schema):
     items: list[NotificationOut]
 
 
-class MarkReadIn(Schema):
-    ids: list[int] | None = Field(None, description="the notifications to mark read; leave out for all")
+class MarkReadIn(StrictIn):
+    ids: list[RowId] | None = Field(None, description="the notifications to mark read; leave out for all")
 
 
-class WebhookIn(Schema):
+class WebhookIn(StrictIn):
     name: str = Field(..., min_length=1, max_length=100)
     url: str = Field(..., max_length=2000)
     format: Format = "generic"
@@ -62,7 +62,7 @@ class WebhookIn(Schema):
     active: bool = True
 
 
-class WebhookPatch(Schema):
+class WebhookPatch(StrictIn):
     name: str | None = Field(None, min_length=1, max_length=100)
     url: str | None = Field(None, max_length=2000)
     format: Format | None = None
