@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from console.services import drift, notifications
 from console.celery import tasks_inline
 from console.models import DriftCase, Summary, WebhookDelivery
+from console.services import drift, notifications
 from tests.browser.accounts import log_in, user
 from tests.browser.conftest import SCREENSHOTS
 from tests.console.factories import compress_now, sample_session

@@ -22,7 +22,6 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import timezone
 
-from console.services import drift, notifications, queue, runs
 from console.celery import app, tasks_inline
 from console.models import (
     ApiKey,
@@ -36,6 +35,7 @@ from console.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+from console.services import drift, notifications, queue, runs
 from console.services.sessions import ImportedSession, append_messages, create_session
 from tests.console.factories import SECRET, html_of, sample_session
 from tests.fakes.webhook_receiver import Receiver
