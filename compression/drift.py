@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from .facts import (
@@ -71,6 +72,7 @@ DETAILS: dict[str, str] = {
     "hedge_dropped": "an uncertain statement became a certain one",
     "limit_exceeded": "the summary reports a number past the limit",
     "window_violated": "the summary reports the action in the window",
+    "soft_inversion": "a prohibition became a plan for later (when ready, later, if needed)",
 }
 
 
@@ -149,6 +151,23 @@ _DONE = (
     r"|turned\s+on|activated)\b"
 )
 _REQUEST = re.compile(_REQUEST_CUES + "|" + _DONE, re.I)
+# "when ready", "later", "if needed": a prohibition ("not yet", "don't") turned into a plan for later
+_SOFT = re.compile(
+    r"\b(?:when\s+(?:(?:it\s+is|it'?s|we'?re|we\s+are|you'?re|you\s+are|everything\s+is)\s+)?ready|later(?!\s+than)"
+    r"|if\s+(?:needed|necessary|required)|as\s+needed|when\s+(?:possible|needed|convenient|appropriate)|eventually"
+    r"|at\s+some\s+point|in\s+due\s+course)\b"
+    r"|准备好(?:后|之后|以后|了再|了就|就)?|稍后|晚些|晚点|回头|有需要(?:时|的话)?|必要时|需要时|需要的话|适当时候|合适的时候|之后再|以后再",
+    re.I,
+)
+# an order at the start of a line: "Update the deployment script", "Run the migration"
+_IMPERATIVE = re.compile(
+    r"\s*(?:please\s+|then\s+|next[:,]?\s+)?(?:update|modify|change|edit|touch|deploy|run|execute|apply|delete|remove|drop"
+    r"|restart|migrate|commit|push|merge|refund|cancel|book|send|install|upgrade|roll\s+(?:back|out)|rewrite|release"
+    r"|publish|ship|replace|rename|enable|disable|purge|clean\s+up)\b"
+    r"|\s*(?:请|再|然后|接着|下一步[：:，,]?|接下来[：:，,]?)?(?:修改|改|更新|删除|删|部署|发布|上线|执行|运行|重启|迁移|提交|合并|升级"
+    r"|回滚|退款|取消|替换)",
+    re.I,
+)
 _REQUEST_ZH = re.compile(r"要求|让|请|需要|应该|应当|计划|准备|打算|同意|批准|已经|已|了|将|要|开始|继续|执行|可以")
 # uncertainty in what someone said ("I suspect", "可能")
 _HEDGE = re.compile(
@@ -196,7 +215,8 @@ _DEICTIC = re.compile(r"\b(?:it|this|that|these|those|them)\b|这|那", re.I)
 _NOT_A_CONSTRAINT = re.compile(
     r"\balways\s+(?=(?:in|inside|at|on|after|before|when|with|from|during|within|under|for|the|a|an)\b|\w+s\b)"
     r"|(?:上限|最多|至少)(?=\s*(?:调|改|提|设|降|加|从|升))"
-    r"|能不能|可不可以|要不要|是不是|会不会|行不行|有没有|用不用",
+    r"|能不能|可不可以|要不要|是不是|会不会|行不行|有没有|用不用"
+    r"|\b(?:it'?s|is|are|was|were)\s+only\s+(?:used|called|imported|needed|read|run|referenced)\b",
     re.I,
 )
 # approvals the shared patterns miss: short answers to a proposal ("订吧", "就订这家", "yes, book it")
@@ -210,7 +230,11 @@ _APPROVAL_EXTRA = re.compile(
     re.I,
 )
 _STRONG_ID = re.compile(
-    r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"  # ticket
+    r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?(?![\d.])"  # address: 10.0.3.17:6379
+    r"|\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"  # ticket
+    r"|\b[A-Z]-\d\b"  # short id: D-0
+    r"|\b[a-z]+(?:_[a-z]+)+_\d{2,}\b"  # user id: sofia_kim_7287
+    r"|\b(?=[A-Z0-9]*\d[A-Z0-9]*[A-Z])(?=[A-Z0-9]*[A-Z][A-Z0-9]*\d)[A-Z0-9]{6}\b"  # reservation: NO6JO3, K1NW8N
     r"|\b[GDCZTKY]\d{1,4}\b"  # train
     r"|\b[A-Z]{1,3}\d{6,}\b"  # order, booking reference
     r"|\b[A-Z]-\d{2,5}\b"  # room
@@ -367,6 +391,11 @@ _WRITE_ZH = frozenset(["修改", "删除", "引入", "部署", "执行", "重启
 _VERB_WORDS = _WRITE_EN | _WRITE_ZH | {"creat", "send", "book", "promis", "创建", "发送", "预订", "承诺"}
 #: the same, with the characters of the Chinese ones
 _VERBS = _VERB_WORDS | {ch for word in _VERB_WORDS if _CJK_WORD.fullmatch(word) for ch in word}
+#: the same, as lexicon concepts (see :func:`bridge_terms`)
+_VERB_CONCEPTS = frozenset(
+    ["modify", "delet", "deploy", "run", "add", "restart", "rollback", "replac", "disabl", "creat", "send", "book"]
+    + ["promis", "migrat", "commit", "refund", "cancel", "upgrad", "upgrade", "split", "renam", "merg", "chang"]
+)
 # (not inside numbers: "1,284", "12:40")
 _CLAUSE = re.compile(r"[，;；：]|(?<!\d)[,:]|[,:](?!\d)|\s+-\s+|\binstead\b|\bbut\b|但是|而是|然后")
 # constraints are also cut before their condition: "do not delete X | until Y is verified"
@@ -460,6 +489,126 @@ def key_terms(text: str) -> set[str]:
     return _terms(text)[0]
 
 
+# ---------------------------------------------------------------- across languages
+
+#: a small bilingual lexicon of actions and objects: (concept, English stems, Chinese words). A constraint
+#: said in one language and restated in the other is matched through these concepts, identifiers and numbers
+#: (the Chinese words are looked up after :func:`_normalize`, so 改动 / 更新 / 动 are already 修改)
+_LEXICON = (
+    ("modify", "modify", "修改"),
+    ("delet", "delet deletion", "删除"),
+    ("deploy", "deploy deployment", "部署"),
+    ("run", "run", "执行"),
+    ("add", "add addition", "引入"),
+    ("restart", "restart", "重启"),
+    ("rollback", "rollback", "回滚"),
+    ("replac", "replac replacement", "替换"),
+    ("disabl", "disabl stop", "停用|停止|停下"),
+    ("creat", "creat creation", "创建"),
+    ("send", "send", "发送"),
+    ("book", "book", "预订"),
+    ("promis", "promis", "承诺"),
+    ("migrat", "migrat migration", "迁移"),
+    ("test", "test pytest", "测试|用例"),
+    ("script", "script sh", "脚本"),
+    ("databas", "databas db", "数据库"),
+    ("retry", "retry retri", "重试"),
+    ("commit", "commit", "提交"),
+    ("refund", "refund", "退款|退钱"),
+    ("cancel", "cancel cancell cancellation", "取消"),
+    ("prod", "prod production", "生产|正式环境|线上"),
+    ("stag", "stag", "预发"),
+    ("config", "config configur configuration", "配置"),
+    ("log", "log", "日志"),
+    ("file", "file", "文件"),
+    ("function", "function func", "函数"),
+    ("line", "line", "(?<=\\d)\\s*行|行数|多少行"),
+    ("upgrad", "upgrad", "升级"),
+    ("volum", "volum", "卷"),
+    ("imag", "imag", "镜像"),
+    ("health", "health", "健康"),
+    ("check", "check", "检查"),
+    ("status", "status", "状态"),
+    ("command", "command", "命令"),
+    ("review", "review", "审查|评审|审核|过目"),
+    ("confirm", "confirm", "确认"),
+    ("pay", "pay payment", "付款|支付|付费"),
+    ("gift", "gift", "礼品"),
+    ("card", "card", "卡"),
+    ("credit", "credit", "信用"),
+    ("bag", "bag baggag luggag", "行李"),
+    ("flight", "flight", "航班"),
+    ("order", "order", "订单"),
+    ("address", "address", "地址"),
+    ("lock", "lock", "锁"),
+    ("permiss", "permiss", "权限"),
+    ("refus", "refus deni", "拒绝"),
+    ("servic", "servic", "服务"),
+    ("ticket", "ticket", "工单|变更单"),
+    ("cache", "cach cache", "缓存"),
+    ("export", "export", "导出"),
+    ("split", "split", "拆分|拆成|拆开"),
+    ("renam", "renam", "重命名|改名"),
+    ("merg", "merg", "合并"),
+    ("return", "return", "返程|回程|退货"),
+    ("exchang", "exchang", "换货"),
+    ("item", "item", "商品"),
+    ("email", "email", "邮件|邮箱"),
+    ("phone", "phone", "电话|手机"),
+    ("user", "user", "用户"),
+    ("upgrade", "upgrad", "升级"),
+    ("backup", "backup", "备份"),
+    ("monitor", "monitor", "监控"),
+    ("alert", "alert", "告警|报警"),
+    ("secret", "secret", "密钥|密码"),
+    ("branch", "branch", "分支"),
+    ("pod", "pod", "pod"),
+    ("tail", "tail", "末尾|结尾|最后几行"),
+    ("output", "output", "输出"),
+    ("step", "step", "每一步|每步|步骤"),
+    ("chang", "chang", "改完|改动后|修改后"),
+)
+_BRIDGE_EN: dict[str, str] = {stem: concept for concept, stems, _ in _LEXICON for stem in stems.split()}
+_BRIDGE_ZH = tuple((re.compile(words), concept) for concept, _, words in _LEXICON)
+_NUMBER_WORDS = {"one": "1", "once": "1", "two": "2", "twice": "2", "three": "3", "thrice": "3", "four": "4"}
+_NUMBER_WORDS |= {"five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
+_ZH_DIGITS = {"一": "1", "两": "2", "二": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8"}
+_ZH_DIGITS |= {"九": "9", "十": "10"}
+_ZH_NUMBER = re.compile(r"([一两二三四五六七八九十])(?=次|个|行|天|条|分钟|小时|秒|遍|台|间|张|晚|人)")
+_EN_NUMBER = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+_DIGITS = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]\d)")
+
+
+def is_chinese(text: str) -> bool:
+    """Whether ``text`` is written in Chinese (a share of CJK characters, not an identifier in a quote)."""
+    cjk = len(_CJK.findall(text))
+    return cjk >= 2 and cjk * 3 >= len(re.sub(r"\s", "", text)) * 0.5
+
+
+def bridge_terms(text: str) -> set[str]:
+    """The language-neutral terms of ``text``: lexicon concepts, numbers, and its identifiers (every ASCII term
+    of a Chinese text; the identifier-like ones of an English text).
+
+    "先不要修改部署脚本 deploy.sh" and "don't modify the deployment script deploy.sh" share
+    ``{"modify", "deploy", "script", "deploy.sh"}``.
+    """
+    terms, anchors = _terms(text)
+    chinese = is_chinese(text)
+    out = {_BRIDGE_EN[t] for t in terms if t in _BRIDGE_EN}
+    out |= {t for t in terms if t.isascii()} if chinese else anchors
+    # "deploy.sh" is a deploy script; "rates.py" a file
+    for t in anchors:
+        if t.endswith((".sh", ".bash", ".ps1")):
+            out.add("script")
+    if _CJK.search(text):
+        normalized = _normalize(text)
+        out |= {concept for pattern, concept in _BRIDGE_ZH if pattern.search(normalized)}
+        out |= {_ZH_DIGITS[m.group(1)] for m in _ZH_NUMBER.finditer(text)}
+    out |= {_NUMBER_WORDS[m.group(1).lower()] for m in _EN_NUMBER.finditer(text)}
+    out |= set(_DIGITS.findall(text))
+    return out
+
+
 def _is_hard_negation(sentence: str) -> bool:
     """A prohibition cue proper (not / never / 不要 ...), as opposed to a requirement cue (only / 必须)."""
     return bool(_HARD_NEG_EN.search(sentence) or _HARD_NEG_ZH.search(sentence))
@@ -471,7 +620,12 @@ def is_negated(sentence: str) -> bool:
 
 
 def _is_request(sentence: str) -> bool:
-    return bool(_REQUEST.search(sentence) or _REQUEST_ZH.search(sentence))
+    return bool(
+        _REQUEST.search(sentence)
+        or _REQUEST_ZH.search(sentence)
+        or _SOFT.search(sentence)
+        or _IMPERATIVE.match(sentence)
+    )
 
 
 def _is_constraint(sentence: str) -> bool:
@@ -757,6 +911,75 @@ def _restates(c: _Statement, s: _Statement) -> bool:
     return False
 
 
+@lru_cache(maxsize=4096)
+def _hay(text: str) -> frozenset[str]:
+    """What a text offers a statement in the other language: its bridge terms, and its English words."""
+    bridge = bridge_terms(text)
+    return frozenset(bridge if is_chinese(text) else bridge | key_terms(text))
+
+
+@lru_cache(maxsize=4096)
+def _needle(text: str) -> frozenset[str]:
+    return frozenset(bridge_terms(text))
+
+
+def _cross(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are in different languages (Chinese and English)."""
+    return is_chinese(a) != is_chinese(b)
+
+
+def _x_about(needle: frozenset[str], s: _Statement) -> bool:
+    """A sentence in the other language about the statement whose bridge terms are ``needle``."""
+    common = needle & _hay(s.text)
+    return len(common) >= min(2, len(needle)) and _overlap(set(needle), set(common)) >= MATCH
+
+
+def _x_negates(s: _Statement, needle: frozenset[str], cue: re.Pattern[str] | None = None) -> bool:
+    test = cue.search if cue is not None else is_negated
+    return any(test(clause.text) and needle & _hay(clause.text) for clause in _whole(s))
+
+
+def _with_files(hay: set[str], needle: set[str]) -> set[str]:
+    """``hay``, plus the scripts of ``needle`` it names in words: "the deploy script" names ``deploy.sh``."""
+    for term in needle:
+        name, dot, ext = term.rpartition(".")
+        if dot and ext in ("sh", "bash", "ps1") and "script" in hay and _stem(name.rsplit("/", 1)[-1]) in hay:
+            hay.add(term)
+    return hay
+
+
+def _core_text(sentence: str) -> str:
+    """The clauses of a constraint that carry it, without their conditions (see :func:`core_terms`)."""
+    clauses = [c for part in _clauses(sentence) for c in _CONDITION.split(part) if c.strip()]
+    carrying = [c for c in clauses if _is_constraint(c)]
+    carrying = [c for c in carrying if _is_prohibitive(c)] or carrying
+    if len(clauses) < 2 or not carrying or len(carrying) == len(clauses):
+        return sentence
+    return "，".join(carrying)
+
+
+def _x_inverts(c: _Statement, s: _Statement) -> bool:
+    """``s``, in the other language, states the forbidden action of ``c`` as requested, planned or done:
+    its verb and (nearly) all its objects, by concept, number and identifier."""
+    action = _needle(_core_text(c.text))
+    verbs = {_BRIDGE_EN.get(v, v) for v in c.verbs} | {
+        concept for v in c.verbs for pattern, concept in _BRIDGE_ZH if _CJK.match(v) and pattern.search(v)
+    }
+    verbs = {v for v in verbs if v.isascii()}
+    objects = set(action) - verbs - _VERB_CONCEPTS
+    if not verbs or not objects:
+        return False
+    for clause in _whole(s):
+        if clause.negated or clause.hedged or not clause.request:
+            continue
+        hay = _with_files(set(_hay(clause.text)), objects)
+        if clause.done & (_WRITE_EN | _WRITE_ZH):
+            hay.add("modify")
+        if verbs <= hay and _overlap(objects, hay) >= (1.0 if len(objects) <= 2 else INVERT_MATCH):
+            return True
+    return False
+
+
 def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
     if len(c.terms) == 0:
         return None
@@ -768,11 +991,15 @@ def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summa
     action = c.action
     about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(action, s.terms) >= INVERT_MATCH]
     negated = [s for s in about if _negates(s, action)] or [s for s in prose if _restates(c, s)]
+    needle = _needle(_core_text(c.text))
+    other = [s for s in prose if _cross(c.text, s.text)]
+    negated += [s for s in other if _x_about(needle, s) and _x_negates(s, needle)]
     strict = 1.0 if len(action) <= 3 else INVERT_MATCH
     for s in prose:
         # stated without its negation, as requested/planned/done: inverted, whatever else the summary says
-        if _inverts(c, s, strict, bool(negated)):
-            return _finding("constraint_inverted", c, s.text, "negation_missing")
+        if _inverts(c, s, strict, bool(negated)) or _x_inverts(c, s):
+            code = "soft_inversion" if _SOFT.search(s.text) else "negation_missing"
+            return _finding("constraint_inverted", c, s.text, code)
     if c.text in summary or negated:
         return None
     if pinned and c.text in pinned:
@@ -784,6 +1011,8 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
     """A positive constraint ("only use staging", "必须先备份"): inverted only when the summary negates it."""
     core = c.action
     about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(core, s.terms) >= INVERT_MATCH]
+    needle = _needle(c.text)
+    about += [s for s in prose if _cross(c.text, s.text) and _x_about(needle, s)]
     for s in prose:
         negates = _overlap(core, s.terms) >= INVERT_MATCH and _negates(s, core, _HARD_NEG)
         # or a negated clause that is all about the requirement ("不再保留兼容层" for "必须保留兼容层 ...")
@@ -891,11 +1120,17 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
         return None
     own = a.core or a.terms
     about = [s for s in prose if _overlap(a.terms, s.terms) >= MATCH or _overlap(own, s.terms) >= INVERT_MATCH]
+    needle = _needle(a.text)
+    other = [s for s in prose if _cross(a.text, s.text) and _x_about(needle, s)]
     if a.text not in summary and not _PENDING.search(a.text):
         for s in about:
             # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
             if _negates(s, a.terms, _PENDING):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
+        for s in other:
+            if _x_negates(s, needle, _PENDING):
+                return _finding("constraint_inverted", a, s.text, "approval_refused")
+    about += other
     if a.text in summary or about:
         return None
     return _finding("constraint_dropped", a, "", "approval_lost", "medium")
@@ -912,6 +1147,10 @@ def _check_fabricated(
         if not (claims_constraint or claims_approval) or len(s.terms) < 2:
             continue
         if any(_overlap(s.terms, g.terms) >= MATCH or _overlap(g.terms, s.terms) >= MATCH for g in given):
+            continue
+        other = [g for g in given if _cross(s.text, g.text)]
+        restated = (_x_about(_needle(g.text), s) or _x_about(_needle(s.text), g) for g in other)
+        if any(restated):
             continue
         if s.text in corpus:
             continue

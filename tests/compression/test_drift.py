@@ -433,7 +433,6 @@ class TestParaphrasesAndScope:
         assert "identifier_missing" in kinds(findings)
 
 
-
 def test_every_warning_code_and_detail_code_is_listed():
     """The console translates warnings and finding details by code: every code the library writes is listed."""
     import re
@@ -450,3 +449,79 @@ def test_every_warning_code_and_detail_code_is_listed():
     codes = quoted - set(drift.DRIFT_KINDS) - {"segment", "context"}
     assert codes <= set(drift.DETAILS), codes - set(drift.DETAILS)
     assert set(drift.DETAILS) <= quoted, set(drift.DETAILS) - quoted
+
+
+# ---------------------------------------------------------------- rules from real model output (issue 17)
+
+OPS_ZH = [
+    user("今天要把 order-service 3.2.0 发到预发环境，里面带了迁移 0057_split_orders。变更单 CHG-8812。"),
+    user("注意：先不要执行生产环境的迁移，今天只动预发。健康检查失败的话最多重试三次，然后停下来告诉我。"),
+    assistant("明白：只动预发，健康检查最多重试三次。"),
+    user("redis 的卷别动，存储组在查。不要删 PVC，里面有别的服务的数据。"),
+]
+CODING_EN = [
+    user("Please refactor build_rows in export/invoice_writer.py. Ticket is INV-20931."),
+    user("And don't modify deploy.sh yet, I'm still talking to ops about the rollout."),
+    assistant("Understood, deploy.sh stays as it is."),
+]
+OPS_EN_KEPT = (
+    "- Deploy order-service 3.2.0 to staging with migration 0057_split_orders (CHG-8812).\n"
+    "- Do not run the production migration yet; only touch staging.\n"
+    "- If the health check fails, retry at most 3 times, then stop and report.\n"
+    "- Don't touch the redis volume; do not delete the PVC."
+)
+
+
+class TestAcrossLanguages:
+    def test_a_chinese_constraint_restated_in_english_is_kept(self) -> None:
+        assert check_drift(OPS_ZH, OPS_EN_KEPT) == []
+
+    def test_an_english_constraint_restated_in_chinese_is_kept(self) -> None:
+        summary = (
+            "- 用户要求重构 export/invoice_writer.py 里的 build_rows，工单 INV-20931。\n"
+            "- 先不要修改 deploy.sh，用户还在和运维沟通发布。"
+        )
+        assert check_drift(CODING_EN, summary) == []
+
+    def test_a_chinese_constraint_inverted_in_english_is_caught(self) -> None:
+        summary = OPS_EN_KEPT.replace(
+            "Do not run the production migration yet; only touch staging.", "Run the production migration next."
+        )
+        findings = check_drift(OPS_ZH, summary)
+        assert kinds(findings) == ["constraint_inverted"]
+        assert findings[0].evidence["original"].startswith("注意：先不要执行生产环境的迁移")
+
+    def test_an_english_constraint_inverted_in_chinese_is_caught(self) -> None:
+        summary = "- 重构 export/invoice_writer.py 的 build_rows（INV-20931）。\n- 下一步：修改 deploy.sh。"
+        assert kinds(check_drift(CODING_EN, summary)) == ["constraint_inverted"]
+
+    def test_a_chinese_constraint_dropped_from_an_english_summary_is_caught(self) -> None:
+        summary = OPS_EN_KEPT.replace("- Don't touch the redis volume; do not delete the PVC.", "")
+        found = check_drift(OPS_ZH, summary)
+        assert [(f.kind, f.source_index) for f in found] == [("constraint_dropped", 3)] * 2
+
+
+class TestSoftInversions:
+    def test_when_ready_for_not_yet_is_an_inversion(self) -> None:
+        summary = (
+            "- Refactor build_rows in export/invoice_writer.py (INV-20931).\n- Update the deployment script when ready."
+        )
+        findings = check_drift(CODING_EN, summary)
+        assert kinds(findings) == ["constraint_inverted"] and findings[0].code == "soft_inversion"
+
+    @pytest.mark.parametrize("line", ["- 准备好后修改部署脚本 deploy.sh。", "- 稍后修改 deploy.sh。"])
+    def test_in_chinese_too(self, line: str) -> None:
+        messages = [user("先不要修改部署脚本 deploy.sh，我还在和运维沟通。")]
+        findings = check_drift(messages, line)
+        assert kinds(findings) == ["constraint_inverted"] and findings[0].code == "soft_inversion"
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "- Do not modify deploy.sh until ops confirms the rollout.",
+            "- deploy.sh: leave it alone for now (the user is talking to ops).",
+            "- 部署脚本 deploy.sh 暂时不要修改，等用户和运维确认。",
+        ],
+    )
+    def test_a_kept_not_yet_is_no_inversion(self, line: str) -> None:
+        assert check_drift(CODING_EN[1:], line) == []
