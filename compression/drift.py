@@ -52,6 +52,7 @@ DRIFT_KINDS = (
     "identifier_missing",
     "identifier_fabricated",
     "hedge_lost",
+    "progress_fabricated",
 )
 
 
@@ -73,6 +74,10 @@ DETAILS: dict[str, str] = {
     "limit_exceeded": "the summary reports a number past the limit",
     "window_violated": "the summary reports the action in the window",
     "soft_inversion": "a prohibition became a plan for later (when ready, later, if needed)",
+    "tests_not_passed": "the summary says the tests passed; the last test run failed",
+    "tests_never_run": "the summary says the tests passed; no test run is in the originals",
+    "progress_contradicted": "the summary claims as done what the originals say was not done",
+    "progress_unsupported": "the summary claims as done what no tool result or message shows",
 }
 
 
@@ -828,6 +833,24 @@ def _corpus(messages: Iterable[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def _calls(messages: Sequence[dict[str, Any]]) -> list[tuple[int, str, str]]:
+    """(index, the call's name and arguments, its result) of every tool call in ``messages``."""
+    results = {
+        m.get("tool_call_id"): content_text(m)
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id")
+    }
+    out = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict):
+            continue
+        for call in m.get("tool_calls") or ():
+            if isinstance(call, dict):
+                name = str((call.get("function") or {}).get("name") or call.get("name") or "")
+                out.append((index, f"{name} {call_arguments(call)[:2_000]}", results.get(call.get("id"), "")))
+    return out
+
+
 # ---------------------------------------------------------------- checks
 
 
@@ -1115,6 +1138,11 @@ def _widens(c: _Statement, s: _Statement) -> bool:
     )
 
 
+def _grants(s: _Statement) -> bool:
+    """A clause of ``s`` states the approval ("approved, but not executed yet": the wait is for something else)."""
+    return len(_whole(s)) > 1 and any(_is_approval(c.text) and not _PENDING.search(c.text) for c in _whole(s))
+
+
 def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
     if not a.terms:
         return None
@@ -1125,10 +1153,10 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     if a.text not in summary and not _PENDING.search(a.text):
         for s in about:
             # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
-            if _negates(s, a.terms, _PENDING):
+            if _negates(s, a.terms, _PENDING) and not _grants(s):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
         for s in other:
-            if _x_negates(s, needle, _PENDING):
+            if _x_negates(s, needle, _PENDING) and not _grants(s):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
     about += other
     if a.text in summary or about:
@@ -1319,6 +1347,362 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
     return findings
 
 
+# ---------------------------------------------------------------- claims of progress
+
+#: verbs of a claim that something was done, and the concept each one claims (see :data:`_LEXICON`)
+_CLAIM_VERBS = {
+    "executed": "run",
+    "ran": "run",
+    "run": "run",
+    "applied": "run",
+    "deployed": "deploy",
+    "released": "deploy",
+    "published": "deploy",
+    "shipped": "deploy",
+    "pushed": "deploy",
+    "migrated": "migrat",
+    "modified": "modify",
+    "changed": "modify",
+    "updated": "modify",
+    "edited": "modify",
+    "rewritten": "modify",
+    "patched": "modify",
+    "fixed": "fix",
+    "resolved": "fix",
+    "committed": "commit",
+    "merged": "merg",
+    "restarted": "restart",
+    "refunded": "refund",
+    "cancelled": "cancel",
+    "canceled": "cancel",
+    "upgraded": "upgrad",
+    "deleted": "delet",
+    "removed": "delet",
+    "added": "add",
+    "installed": "add",
+    "renamed": "renam",
+    "split": "split",
+    "extracted": "split",
+    "created": "creat",
+    "sent": "send",
+    "booked": "book",
+    "completed": "complet",
+    "finished": "complet",
+    "done": "complet",
+    "charged": "pay",
+    "rolled back": "rollback",
+    "reverted": "rollback",
+}
+_CLAIM_ZH = {
+    "执行": "run",
+    "运行": "run",
+    "部署": "deploy",
+    "发布": "deploy",
+    "上线": "deploy",
+    "迁移": "migrat",
+    "修改": "modify",
+    "更新": "modify",
+    "修复": "fix",
+    "解决": "fix",
+    "提交": "commit",
+    "合并": "merg",
+    "重启": "restart",
+    "退款": "refund",
+    "取消": "cancel",
+    "升级": "upgrad",
+    "删除": "delet",
+    "添加": "add",
+    "引入": "add",
+    "重命名": "renam",
+    "改名": "renam",
+    "拆分": "split",
+    "创建": "creat",
+    "发送": "send",
+    "预订": "book",
+    "完成": "complet",
+    "回滚": "rollback",
+    "替换": "replac",
+}
+_CLAIM_VERB = "|".join(sorted((re.escape(v).replace(r"\ ", r"\s+") for v in _CLAIM_VERBS), key=len, reverse=True))
+_CLAIM_VERB_ED = "|".join(re.escape(v).replace(r"\ ", r"\s+") for v in _CLAIM_VERBS if v.endswith("ed") or " " in v)
+_ADVERBS = r"(?:(?:now|already|successfully|also|just|all|fully|been|finally|then)\s+)*"
+_CLAIM_EN = re.compile(
+    rf"\b(?:has|have|had|was|were|is|are|got|been)\s+{_ADVERBS}(?P<a>{_CLAIM_VERB})\b"
+    rf"|\b(?:successfully|already)\s+(?P<b>{_CLAIM_VERB})\b"
+    rf"|\b(?:i|we|agent|assistant)\s+{_ADVERBS}(?P<c>{_CLAIM_VERB})\b"
+    # "Migration executed on staging.", "Done: NO6JO3 now departs ..."
+    rf"|^\W*(?:the\s+)?(?:[\w./`'()-]+\s+){{0,4}}?(?P<d>{_CLAIM_VERB_ED})\b(?!\s+(?:by|to|the|a|an|it|that|this)\b)"
+    r"|^\W*(?P<e>done|completed|fixed)\b",
+    re.I,
+)
+_CLAIM_ZH_RE = re.compile(
+    r"(?:已经?|均已|都已|全部已?)(?!批准|同意|确认|授权|要求|决定|计划|准备|安排|知道|了解|记录)(?:成功)?"
+    r"[^，。；：,;:！？!?]{0,10}?(?P<a>" + "|".join(_CLAIM_ZH) + ")"
+    r"|(?P<b>" + "|".join(_CLAIM_ZH) + r")(?:成功|完成|完毕|好了)"
+)
+# test results claimed: "tests passed", "all 49 tests pass", "exit code 0", "测试通过", "退出码 0"
+_TESTS_PASSED = re.compile(
+    r"\btests?\s+(?:(?:now|all|have|has|were|are|again)\s+)*pass(?:ed|es|ing)?\b|\ball\s+(?:\d+\s+)?tests?\s+pass"
+    r"|\b(?P<n>\d+)\s+(?:tests?\s+)?passed\b(?!\s*,?\s*\d+\s+failed)|\bexit\s+code\s+(?:is\s+|was\s+|of\s+)?0\b"
+    r"|\ball\s+green\b|(?:测试|用例)[^，。；]{0,6}?(?:全部|都|均|已)?通过|退出码\s*[为是:：]?\s*0(?!\d)",
+    re.I,
+)
+# a result of a test run, in tool output (pytest, unittest, go test, jest)
+_TEST_RESULT = re.compile(
+    r"\b\d+\s+(?:passed|failed)\b|\bFAILED\b|^OK\b|\bRan\s+\d+\s+tests?\b|\bTests?:\s+\d+|^(?:PASS|FAIL)\s", re.M
+)
+_TEST_FAILED = re.compile(r"\b[1-9]\d*\s+(?:failed|errors?)\b|\bFAILED\b|\bFAIL\b|失败")
+_EXIT_ZERO_CLAIM = re.compile(
+    r"\bexit\s+(?:code|status)\s*[:=]?\s*0\b|\breturn\s*code\s*[:=]?\s*0\b|退出码\s*[:：为是]?\s*0(?!\d)", re.I
+)
+# a result that is no success
+_FAILED_RESULT = re.compile(
+    r"\b(?:error|exception|traceback|failed|failure|fatal|refused|denied|not\s+found|unavailable|not\s+available"
+    r"|cannot|can'?t|timed?\s*out)\b|失败|错误|报错|拒绝|异常",
+    re.I,
+)
+# "not", "never", "pending", "没有", "未", "尚未": a statement that the thing was not done
+_NOT_DONE = re.compile(
+    r"\b(?:not|never|no|nothing|none|neither|nor|without|pending|yet\s+to|still\s+(?:needs?|open|failing|fails|to)"
+    r"|untouched|unchanged|remains?|failed|fails|over|exceeds?)\b|n't\b"
+    r"|没|未|尚未|还没|仍|还在|待|失败|超过|不",
+    re.I,
+)
+# a plan or a condition, not a claim: "should be executed", "will be deployed", "if it was fixed"
+_NOT_A_CLAIM = re.compile(
+    r"\b(?:will|would|should|must|need(?:s|ed)?\s+to|needs?|to\s+be|going\s+to|plan\w*|next|if|once|after|before"
+    r"|when|whether|until|unless|asked|wants?|wanted|requested|expected|can|could)\b|[?？]"
+    r"|将|会|要|需要|计划|准备|下一步|如果|是否|之后|以后|等|请|让|要求|吗",
+    re.I,
+)
+_LIMIT_NOW = re.compile(
+    r"\b(?:is|are)\s+now\s+(?:all\s+)?(?:≤|<=|<|under|below|within|at\s+most|less\s+than|fewer\s+than)\s*\d"
+    r"|\bnow\s+(?:all\s+)?(?:≤|<=|under|below|within)\s*\d|现在[^，。；]{0,12}(?:不超过|以内|以下|≤|<=|少于)",
+    re.I,
+)
+
+
+_QUESTION = re.compile(r"[?？]|吗|\b(?:if|whether)\b", re.I)
+
+
+@dataclass
+class _Event:
+    """A message of the archive as evidence about a claim: what it says was done, or not done."""
+
+    index: int
+    text: str
+    done: bool  # True: support; False: a statement that it was not done
+
+
+def _claim_concepts(clause: str) -> set[str]:
+    """The actions ``clause`` claims as done ("has been executed" -> run); empty when it claims nothing."""
+    concepts: set[str] = set()
+    if _NOT_A_CLAIM.search(clause) or _NOT_DONE.search(clause) or _HEDGE_KEPT.search(clause):
+        return concepts
+    for m in _CLAIM_EN.finditer(clause):
+        verb = re.sub(r"\s+", " ", next(g for g in m.groups() if g).lower())
+        concepts.add(_CLAIM_VERBS.get(verb, "complet"))
+    if _CJK.search(clause):
+        for m in _CLAIM_ZH_RE.finditer(_normalize(clause)):
+            concepts.add(_CLAIM_ZH.get(m.group("a") or m.group("b"), "complet"))
+    return concepts
+
+
+_TEST_FAIL_WORDS = re.compile(r"\bfail(?:s|ed|ing|ures?)?\b|失败|未通过|没通过|没有通过|不通过", re.I)
+_TEST_WORDS = re.compile(r"\btests?\b|\bpytest\b|\bsuite\b|测试|用例", re.I)
+
+
+def _latest_tests(messages: Sequence[dict[str, Any]]) -> tuple[bool | None, int | None, str]:
+    """(did the last test run pass, its index, its line) over the tool results of ``messages`` and what the
+    assistant said of them (None: no run)."""
+    result: tuple[bool | None, int | None, str] = (None, None, "")
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("tool", "assistant"):
+            continue
+        text = content_text(m)
+        if m.get("role") == "assistant":
+            for sentence in split_sentences(text[-3_000:]):
+                if not _TEST_WORDS.search(sentence) and not _TESTS_PASSED.search(sentence):
+                    continue
+                for clause in _clauses(sentence):
+                    if _TEST_FAIL_WORDS.search(clause):
+                        result = (False, index, sentence)
+                    elif _TESTS_PASSED.search(clause) and not _NOT_A_CLAIM.search(clause):
+                        result = (True, index, sentence)
+            continue
+        tail = text[-3_000:]
+        if _TEST_RESULT.search(tail):
+            lines = [line for line in tail.splitlines() if _TEST_RESULT.search(line)]
+            result = (not _TEST_FAILED.search(tail), index, lines[-1].strip(" =") if lines else "")
+    return result
+
+
+_WRITE_TOOL = re.compile(r"write|edit|patch|apply|create|replace|sed\s+-i|update|modify|rename|git\s+mv|mv\s", re.I)
+#: concepts a write tool call supports when it names the object
+_BY_WRITING = frozenset({"modify", "fix", "split", "renam", "add", "creat", "delet", "replac", "complet"})
+
+
+_ADVERB_WORDS = frozenset(
+    {_stem(w) for w in ("successfully", "already", "now", "been", "also", "just", "all", "finally")} | {"done"}
+)
+
+
+_CITATION = re.compile(r"\(?#\d+(?:\s*[-–,]\s*#?\d+)*\)?")
+
+
+def _claim_objects(text: str, concept: str) -> tuple[set[str], set[str]]:
+    """What a claim is about: (its bridge terms, its own terms), without the claimed action."""
+    drop = _ADVERB_WORDS | {concept} | {_stem(v) for v, c in _CLAIM_VERBS.items() if c == concept}
+    text = _CITATION.sub(" ", text)
+    bridge = {t for t in bridge_terms(text) if len(t) > 1} - drop
+    own = {t for t in key_terms(text) if not (len(t) == 1 and _CJK.match(t))} - drop - _VERBS
+    return bridge, own
+
+
+def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> list[_Event]:
+    """What the archive says about ``concept`` done to what ``claim`` names, in message order."""
+    bridge, own = _claim_objects(claim, concept)
+    ids = _terms(claim)[1]
+    events = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or is_summary_message(m):
+            continue
+        text = content_text(m)
+        if not text.strip():
+            continue
+        for sentence in split_sentences(windowed(text, 6_000, 4_000)):
+            for clause in _clauses(sentence):
+                cross = _cross(claim, clause)
+                objects = bridge if cross else own
+                hay = set(_hay(clause)) | (set() if cross else key_terms(clause))
+                share = _overlap(objects, hay)
+                words = objects - ids
+                # "迁移没有执行" says the migration was not run, without its id
+                if words and _NOT_DONE.search(clause) and concept in hay and _overlap(words, hay) >= MATCH:
+                    if not _QUESTION.search(clause):
+                        events.append(_Event(index, sentence, False))
+                    continue
+                if not objects or share < (1.0 if len(objects) == 1 else MATCH):
+                    continue
+                claimed = _claim_concepts(clause)
+                if concept in claimed or (concept == "complet" and claimed):
+                    events.append(_Event(index, sentence, True))
+                elif _NOT_DONE.search(clause):
+                    if concept in hay and not _QUESTION.search(clause):
+                        events.append(_Event(index, sentence, False))
+                elif m.get("role") == "assistant" and share >= INVERT_MATCH and not _NOT_A_CLAIM.search(clause):
+                    events.append(_Event(index, sentence, True))  # the assistant states it, in other words
+    for index, call, result in _calls(messages):
+        hay = set(_hay(call)) | key_terms(call[:2_000])
+        objects = bridge if _cross(claim, call) else own | bridge
+        if not objects or _overlap(objects, hay) < (1.0 if len(objects) == 1 else MATCH):
+            continue
+        if concept in hay or (concept in _BY_WRITING and _WRITE_TOOL.search(call)):
+            failed = (
+                bool(result) and bool(_FAILED_RESULT.search(result[:2_000])) and not _EXIT_ZERO_CLAIM.search(result)
+            )
+            events.append(_Event(index, call[:200], not failed))
+    events.sort(key=lambda e: e.index)
+    return events
+
+
+def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
+    """Claims of progress or completion that nothing in the archive supports ("the migration has been executed"
+    when it was only approved; "tests passed" when the last run failed)."""
+    findings: list[DriftFinding] = []
+    tests: tuple[bool | None, int | None, str] | None = None
+    corpus = ""
+    for s in prose:
+        for clause in _whole(s):
+            text = clause.text
+            if _NOT_A_CLAIM.search(text) or _HEDGE_KEPT.search(text):
+                continue
+            passed = _TESTS_PASSED.search(text)
+            if passed and not _NOT_DONE.search(text):
+                if tests is None:
+                    tests = _latest_tests(messages)
+                    corpus = _corpus(messages)
+                ok, index, line = tests
+                number = passed.group("n")
+                if number and re.search(rf"\b{number}\s+passed\b", corpus):
+                    continue
+                if _EXIT_ZERO_CLAIM.search(text) and not (ok or _EXIT_ZERO_CLAIM.search(corpus)):
+                    ok = False
+                if not ok:
+                    code = "tests_not_passed" if ok is False else "tests_never_run"
+                    findings.append(
+                        DriftFinding(
+                            "progress_fabricated",
+                            "high" if ok is False else "medium",
+                            {"original": line, "summary": s.text},
+                            index,
+                            code,
+                        )
+                    )
+                    break
+                continue
+            if _LIMIT_NOW.search(text):
+                finding = _check_limit_claim(messages, s, text)
+                if finding:
+                    findings.append(finding)
+                    break
+                continue
+            concepts = _claim_concepts(text)
+            if not concepts:
+                continue
+            finding = None
+            for concept in sorted(concepts):
+                # a clause that names too little ("edited (#8)") is read with its sentence
+                about = text if len(_claim_objects(text, concept)[1]) >= 2 else s.text
+                events = _events(messages, about, concept)
+                if events and events[-1].done:
+                    continue
+                against = next((e for e in reversed(events) if not e.done), None)
+                # nothing shows it: a note (the archive may say it in words no check reads); the archive
+                # saying it was not done: serious
+                finding = DriftFinding(
+                    "progress_fabricated",
+                    "high" if against else "low",
+                    {"original": against.text if against else "", "summary": s.text},
+                    against.index if against else None,
+                    "progress_contradicted" if against else "progress_unsupported",
+                )
+                break
+            if finding:
+                findings.append(finding)
+                break
+    return findings
+
+
+def _check_limit_claim(messages: Sequence[dict[str, Any]], s: _Statement, clause: str) -> DriftFinding | None:
+    """ "each function is now ≤ 40 lines": supported only by an assistant saying so, not by the user's limit."""
+    numbers = set(_DIGITS.findall(clause))
+    terms = set(_hay(clause)) - numbers
+    against = None
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") != "assistant":
+            continue
+        for sentence in split_sentences(content_text(m)):
+            if not numbers & set(_DIGITS.findall(sentence)):
+                continue
+            if _overlap(terms, set(_hay(sentence))) < MATCH:
+                continue
+            denied = _NOT_DONE.search(sentence) or _NOT_A_CLAIM.search(sentence)
+            against = (index, sentence) if denied else None
+    if against is None and any(
+        isinstance(m, dict) and m.get("role") == "assistant" and numbers & set(_DIGITS.findall(content_text(m)))
+        for m in messages
+    ):
+        return None
+    return DriftFinding(
+        "progress_fabricated",
+        "high" if against else "medium",
+        {"original": against[1] if against else "", "summary": s.text},
+        against[0] if against else None,
+        "progress_contradicted" if against else "progress_unsupported",
+    )
+
+
 def check_drift(
     original_messages: Sequence[dict[str, Any]],
     summary_text: str,
@@ -1361,6 +1745,7 @@ def check_drift(
     findings += _check_fabricated(prose, pinned, constraints, approvals, corpus)
     findings += _check_identifiers(original_messages, constraints, summary_text, corpus)
     findings += _check_hedges(original_messages, prose)
+    findings += _check_progress(original_messages, checked)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings

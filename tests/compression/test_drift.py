@@ -28,6 +28,11 @@ def kinds(findings: list[DriftFinding]) -> list[str]:
     return [f.kind for f in findings]
 
 
+def serious(findings: list[DriftFinding]) -> list[DriftFinding]:
+    """Without the notes (low): a claim of progress these short histories do not show is one."""
+    return [f for f in findings if f.severity != "low"]
+
+
 class TestTrueDrift:
     def test_it_catches_an_inverted_chinese_constraint(self) -> None:
         findings = check_drift(
@@ -368,7 +373,7 @@ class TestParaphrasesAndScope:
         inverted = "- Imports were updated in src/ and in notebooks/ as well, so nothing refers to the old name."
         assert "constraint_inverted" in kinds(check_drift(messages, inverted))
         faithful = "- Imports updated in src/ only; notebooks/ deliberately left as they are."
-        assert check_drift(messages, faithful) == []
+        assert serious(check_drift(messages, faithful)) == []
 
     def test_it_reads_a_short_approval_with_the_proposal_it_answers(self) -> None:
         messages = [
@@ -405,7 +410,7 @@ class TestParaphrasesAndScope:
             "- ECONNRESET in upload_chunk() (workers/uploader.py).\n- 本地加 --legacy-peer-deps 后构建通过。\n"
             "- k8s/search/deployment.yaml 的内存上限已改为 1Gi。"
         )
-        assert check_drift(messages, summary) == []
+        assert serious(check_drift(messages, summary)) == []
 
     def test_it_does_not_count_a_status_word_in_a_request_as_a_hedge(self) -> None:
         messages = [
@@ -525,3 +530,87 @@ class TestSoftInversions:
     )
     def test_a_kept_not_yet_is_no_inversion(self, line: str) -> None:
         assert check_drift(CODING_EN[1:], line) == []
+
+
+def call(call_id: str, name: str, arguments: dict) -> dict:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }
+
+
+def result(call_id: str, text: str) -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+MIGRATION_ZH = [
+    user("我批准在预发环境执行迁移 0057_split_orders。"),
+    call("c1", "terminal", {"cmd": "kubectl -n staging exec deploy/order-service -- ./migrate 0057_split_orders"}),
+    result("c1", "redis.exceptions.ConnectionError: Error 111 connecting to 10.0.3.17:6379. Connection refused."),
+    assistant("迁移没有执行：迁移脚本要先在 Redis 上拿锁，连接 10.0.3.17:6379 被拒绝。"),
+]
+TESTS_EN = [
+    user("Run `pytest tests/export -q` after every change."),
+    call("c1", "write_file", {"path": "export/invoice_writer.py", "content": "def apply_rates(row): ..."}),
+    result("c1", "wrote 60 lines to export/invoice_writer.py"),
+    call("c2", "terminal", {"cmd": "pytest tests/export -q"}),
+    result("c2", "FAILED tests/export/test_money.py::test_eur_separator\n1 failed, 48 passed in 2.10s"),
+    assistant("48 of 49 pass; the EUR separator test still fails."),
+]
+
+
+class TestProgressClaims:
+    def test_an_approved_migration_claimed_as_executed(self) -> None:
+        for line in (
+            "- The database migration 0057_split_orders has been executed.",
+            "- 迁移 0057_split_orders 已执行。",
+        ):
+            findings = [f for f in check_drift(MIGRATION_ZH, line) if f.kind != "identifier_missing"]
+            assert kinds(findings) == ["progress_fabricated"], line
+            assert findings[0].code == "progress_contradicted" and findings[0].severity == "high"
+            assert findings[0].source_index == 3
+
+    @pytest.mark.parametrize("line", ["- Tests passed, exit code 0.", "- 测试全部通过。"])
+    def test_tests_claimed_passed_after_a_failing_run(self, line: str) -> None:
+        summary = (
+            "- Run `pytest tests/export -q` after every change.\n- apply_rates extracted in export/invoice_writer.py.\n"
+        )
+        findings = check_drift(TESTS_EN, summary + line)
+        assert [(f.kind, f.code) for f in findings] == [("progress_fabricated", "tests_not_passed")]
+
+    def test_tests_claimed_passed_with_no_run(self) -> None:
+        findings = check_drift([user("Split build_rows into smaller functions.")], "- All tests pass.")
+        assert [(f.kind, f.code, f.severity) for f in findings] == [
+            ("progress_fabricated", "tests_never_run", "medium")
+        ]
+
+    def test_a_limit_claimed_met_that_the_assistant_says_is_not(self) -> None:
+        messages = [
+            user("Keep each function ≤ 40 lines."),
+            assistant("group_by_customer is 44 lines, over the 40-line limit. I'll split it next."),
+        ]
+        findings = check_drift(messages, "- Keep each function ≤ 40 lines.\n- Each function is now ≤ 40 lines.")
+        assert [(f.kind, f.code) for f in findings] == [("progress_fabricated", "progress_contradicted")]
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "- 迁移 0057_split_orders 已获批准，但没有执行：连接 Redis 10.0.3.17:6379 被拒绝。",
+            "- Migration 0057_split_orders was approved but not executed: Redis 10.0.3.17:6379 refused connections.",
+        ],
+    )
+    def test_a_faithful_status_is_no_claim(self, summary: str) -> None:
+        assert serious(check_drift(MIGRATION_ZH, summary)) == []
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "apply_rates extracted in export/invoice_writer.py; 48 passed, the EUR separator test still fails.",
+            "export/invoice_writer.py 已修改（拆出 apply_rates）；48 个通过，EUR 分隔符的测试仍然失败。",
+        ],
+    )
+    def test_a_claim_the_tool_results_support_is_quiet(self, summary: str) -> None:
+        assert check_drift(TESTS_EN, "- Run `pytest tests/export -q` after every change.\n- " + summary) == []
