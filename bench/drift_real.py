@@ -5,8 +5,9 @@ Run: .venv/bin/python bench/drift_real.py [--split dev|heldout|all] [--replay] [
 Reads the saved answers of ``bench/model.py`` (``bench/data/model_runs/``: ``inputs/<case>.json`` with
 the archived messages each summary replaced, ``answers/<model>/<case>__<prompt_version>.json``) and the
 hand labels in ``bench/data/model_labels.json``, runs ``check_drift(archived, text)`` on the labelled text
-of every answer (the raw model answer or the pipeline's final summary, as the label says) and scores its
-findings against the labelled items. ``--replay`` (the only mode: nothing is generated here, a model run is
+of every answer (the raw model answer or the pipeline's final summary, as the label says), with the
+session's whole history as ``context_messages`` (as the console does), and scores its findings against the
+labelled items. ``--replay`` (the only mode: nothing is generated here, a model run is
 ``bench/model.py``'s job) rescores the saved answers in seconds.
 
 Scoring:
@@ -151,6 +152,17 @@ def answer_text(answer: dict[str, Any], which: str) -> str:
     return text if isinstance(text, str) else ""
 
 
+def session_messages(case_input: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The whole history the case compressed (the input's ``session`` file, repo-relative), as the console
+    passes it: constraints kept verbatim in the head or tail must not be inverted either."""
+    path = case_input.get("session")
+    if not path or not (ROOT / path).is_file():
+        return None
+    data = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    messages = data.get("messages") if isinstance(data, dict) else data
+    return messages if isinstance(messages, list) else None
+
+
 def score(runs: Path = RUNS, labels_path: Path = LABELS, split: str = "all") -> list[Scored]:
     """Run ``check_drift`` on every labelled answer of ``split`` and match its findings to the labels."""
     labels = load_labels(labels_path)
@@ -173,6 +185,7 @@ def score(runs: Path = RUNS, labels_path: Path = LABELS, split: str = "all") -> 
             if item.get("kind") not in LABEL_KINDS:
                 raise ValueError(f"{answer_id}: unknown label kind {item.get('kind')!r}")
         archived = inputs[case]["archived"]
+        context = session_messages(inputs[case])
         scored = Scored(
             answer_id,
             model,
@@ -180,7 +193,7 @@ def score(runs: Path = RUNS, labels_path: Path = LABELS, split: str = "all") -> 
             inputs[case].get("language", "?"),
             part,
             items,
-            check_drift(archived, text) if text else [],
+            check_drift(archived, text, context_messages=context) if text else [],
         )
         for f_index, finding in enumerate(scored.findings):
             for i_index, item in enumerate(items):
