@@ -152,13 +152,15 @@ def answer_text(answer: dict[str, Any], which: str) -> str:
     return text if isinstance(text, str) else ""
 
 
-def session_messages(case_input: dict[str, Any]) -> list[dict[str, Any]] | None:
+def session_messages(case_input: dict[str, Any], runs: Path = RUNS) -> list[dict[str, Any]] | None:
     """The whole history the case compressed (the input's ``session`` file, repo-relative), as the console
     passes it: constraints kept verbatim in the head or tail must not be inverted either."""
     path = case_input.get("session")
-    if not path or not (ROOT / path).is_file():
+    # repo-relative: to this repository, or to the one holding ``runs`` (<repo>/bench/data/model_runs)
+    found = [root / path for root in (ROOT, runs.resolve().parents[2]) if path and (root / path).is_file()]
+    if not found:
         return None
-    data = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    data = json.loads(found[0].read_text(encoding="utf-8"))
     messages = data.get("messages") if isinstance(data, dict) else data
     return messages if isinstance(messages, list) else None
 
@@ -185,7 +187,7 @@ def score(runs: Path = RUNS, labels_path: Path = LABELS, split: str = "all") -> 
             if item.get("kind") not in LABEL_KINDS:
                 raise ValueError(f"{answer_id}: unknown label kind {item.get('kind')!r}")
         archived = inputs[case]["archived"]
-        context = session_messages(inputs[case])
+        context = session_messages(inputs[case], runs)
         scored = Scored(
             answer_id,
             model,
