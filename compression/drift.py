@@ -74,6 +74,8 @@ DETAILS: dict[str, str] = {
     "limit_exceeded": "the summary reports a number past the limit",
     "window_violated": "the summary reports the action in the window",
     "soft_inversion": "a prohibition became a plan for later (when ready, later, if needed)",
+    "command_dropped": "a command the user asked to run is not in the summary",
+    "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
     "tests_never_run": "the summary says the tests passed; no test run is in the originals",
     "progress_contradicted": "the summary claims as done what the originals say was not done",
@@ -212,6 +214,23 @@ _CONSTRAINT_EXTRA = re.compile(
     r"|(?:保持|维持)(?:原样|不变)|原封不动",
     re.I,
 )
+# standing instructions and limits: "after every change", "for anything else today", "≤ 40 lines", "每一步之后都"
+_STANDING = re.compile(
+    r"\b(?:after|before)\s+(?:every|each)\s+\w+|\b(?:every|each)\s+time\b|\bwhenever\b|\bfor\s+anything\s+else\b"
+    r"|\bfrom\s+now\s+on\b|[≤≥]\s*\$?\d|<=\s*\$?\d|>=\s*\$?\d|\bhold\s+(?:off|on)\b|,\s*not\s+(?:the|my|a|an)\b"
+    r"|每(?:一)?(?:步|次|个|条)|之后都|以后都|都要|都跑|都运行|都执行",
+    re.I,
+)
+# the agent harness's own rules, quoted in a user turn: not the user's constraints ("Every response MUST ...")
+_HARNESS = re.compile(
+    r"\b(?:every|each)\s+(?:response|reply|turn|message|answer)\b|\b(?:MUST|NEVER|ALWAYS)\b"
+    r"|\btool\s+calls?\b|\bfunction\s+calls?\b|\byou\s+(?:must|should)\s+(?:always\s+)?(?:respond|reply|answer|output)\b"
+    r"|\b(?:as\s+an?\s+)?(?:ai|assistant|agent)\s+(?:you\s+)?(?:must|should|can)\b"
+    r"|每次回复|每条回复|每一轮|必须调用工具|工具调用",
+)
+# a command the user wants run, in backticks: "run `pytest tests/export -q` after every change"
+_COMMAND = re.compile(r"`([^`\n]{3,120})`")
+
 # "只同步已验证的" (the shared patterns know 只能 / 只用 only)
 _REQUIREMENT_EXTRA = re.compile(r"(?<![一两三几每])只(?!是|有|要|好|不过|见|剩|会)[\u4e00-\u9fff]")
 # words that point at what was just proposed: "book this one", "就订这家"
@@ -634,8 +653,9 @@ def _is_request(sentence: str) -> bool:
 
 
 def _is_constraint(sentence: str) -> bool:
-    """A user's prohibition or requirement (the shared patterns, plus "X stays untouched"; not "always in f()")."""
-    if _CONSTRAINT_EXTRA.search(sentence) or _REQUIREMENT_EXTRA.search(sentence):
+    """A user's prohibition or requirement (the shared patterns, plus "X stays untouched" and standing
+    instructions such as "run X after every change" or "≤ 40 lines"; not "always in f()")."""
+    if _CONSTRAINT_EXTRA.search(sentence) or _REQUIREMENT_EXTRA.search(sentence) or _STANDING.search(sentence):
         return True
     return is_prohibition(_NOT_A_CONSTRAINT.sub(" ", sentence))
 
@@ -806,7 +826,7 @@ def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statemen
             continue
         text = user_statement_text(content_text(m))  # the text facts.py reads (edges of pasted output)
         for sentence in split_sentences(text):
-            if sentence in seen:
+            if sentence in seen or _HARNESS.search(sentence):
                 continue
             if _is_constraint(sentence):
                 seen.add(sentence)
@@ -1030,8 +1050,43 @@ def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summa
     return _finding("constraint_dropped", c, "", "not_restated")
 
 
+def _command_kept(command: str, text: str) -> bool:
+    """Whether ``text`` has ``command`` (its words, flags aside, on one line)."""
+    words = [w for w in command.split() if not w.startswith("-")] or command.split()
+    return any(all(w in line for w in words) for line in text.splitlines())
+
+
+def _limit_numbers(text: str) -> set[str]:
+    """The numbers of a limit ("≤ 40 lines", "最多重试三次": 3), as :func:`bridge_terms` writes them."""
+    if not (
+        _BOUND.search(text) or _STANDING.search(text) or re.search(r"最多|不超过|以内|上限|at\s+most|no\s+more", text)
+    ):
+        return set()
+    return {t for t in bridge_terms(text) if t.replace(".", "").isdigit()}
+
+
+def _check_standing(c: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
+    """A standing instruction keeps its command ("run `pytest tests/export -q` after every change": the summary
+    names the command), and a limit its number ("≤ 40 lines", "最多重试三次")."""
+    if c.text in summary:
+        return None
+    for command in _COMMAND.findall(c.text):
+        if not _command_kept(command, summary):
+            return _finding("constraint_dropped", c, "", "command_dropped")
+    numbers = _limit_numbers(c.text)
+    if numbers:
+        # the number, said of the same thing (one shared word is enough: the number is the strong part)
+        words = (set(_needle(c.text)) | c.terms) - numbers
+        if not any(numbers & _needle(line) and (not words or words & _hay(line)) for line in summary.splitlines()):
+            return _finding("constraint_dropped", c, "", "limit_dropped")
+    return None
+
+
 def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
     """A positive constraint ("only use staging", "必须先备份"): inverted only when the summary negates it."""
+    standing = _check_standing(c, prose, summary)
+    if standing is not None:
+        return standing
     core = c.action
     about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(core, s.terms) >= INVERT_MATCH]
     needle = _needle(c.text)

@@ -614,3 +614,41 @@ class TestProgressClaims:
     )
     def test_a_claim_the_tool_results_support_is_quiet(self, summary: str) -> None:
         assert check_drift(TESTS_EN, "- Run `pytest tests/export -q` after every change.\n- " + summary) == []
+
+
+class TestStandingInstructions:
+    RULES_EN = [user("Run `pytest tests/export -q` after every change. Keep each function ≤ 40 lines.")]
+    RULES_ZH = [user("每次改完都跑一下 `pytest tests/billing -q`，把结果贴给我。健康检查失败的话最多重试三次。")]
+
+    def test_a_dropped_test_command_is_caught(self) -> None:
+        for messages, summary in (
+            (self.RULES_EN, "- Run the tests after each change.\n- Keep each function ≤ 40 lines."),
+            (self.RULES_ZH, "- 每次修改后都要跑测试。\n- 健康检查最多重试 3 次。"),
+        ):
+            found = [(f.kind, f.code) for f in check_drift(messages, summary)]
+            assert found == [("constraint_dropped", "command_dropped")], summary
+
+    def test_a_dropped_limit_is_caught_in_both_languages(self) -> None:
+        en = check_drift(self.RULES_EN, "- Run `pytest tests/export -q` after every change.\n- Keep functions short.")
+        zh = check_drift(self.RULES_ZH, "- 每次改完都跑 `pytest tests/billing -q`。\n- 健康检查失败要重试。")
+        assert [(f.kind, f.code) for f in en] == [("constraint_dropped", "limit_dropped")]
+        assert [(f.kind, f.code) for f in zh] == [("constraint_dropped", "limit_dropped")]
+
+    @pytest.mark.parametrize(
+        ("messages", "summary"),
+        [
+            (RULES_EN, "- After every change: `pytest tests/export -q`.\n- Functions stay at or under 40 lines."),
+            (RULES_ZH, "- After each change run `pytest tests/billing -q`.\n- Retry at most 3 times."),
+            (RULES_EN, "- 每次修改后运行 pytest tests/export -q。\n- 每个函数不超过 40 行。"),
+        ],
+    )
+    def test_kept_instructions_are_quiet(self, messages: list[dict], summary: str) -> None:
+        assert check_drift(messages, summary) == []
+
+    def test_the_harness_rules_are_no_user_constraint(self) -> None:
+        messages = [
+            user("Every response MUST include at least one tool call or a message to the user."),
+            user("Don't cancel my return flight."),
+        ]
+        summary = "- The agent replied to the user without a tool call.\n- Do not cancel the return flight."
+        assert check_drift(messages, summary) == []
