@@ -35,9 +35,11 @@ from typing import Any
 from .facts import (
     PINNED_HEADING,
     find_paths,
+    has_error_hint,
     is_approval,
     is_prohibition,
     pinned_facts_of,
+    salient_error_lines,
     split_sentences,
     user_statement_text,
     windowed,
@@ -75,6 +77,7 @@ DETAILS: dict[str, str] = {
     "window_violated": "the summary reports the action in the window",
     "soft_inversion": "a prohibition became a plan for later (when ready, later, if needed)",
     "command_dropped": "a command the user asked to run is not in the summary",
+    "tool_error_missing": "an error that appears only in tool output is not in the summary",
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
     "tests_never_run": "the summary says the tests passed; no test run is in the originals",
@@ -1338,6 +1341,57 @@ def _check_identifiers(
     return findings
 
 
+# what names an error in a tool's output: the exception's class, a quoted value, a state word
+_ERROR_NAME = re.compile(
+    r"\b[A-Z][A-Za-z]*(?:Error|Exception|Exit|Killed|BackOff|NotAvailable|Refused|Timeout|Violation|Denied)\b"
+    r"|\b(?:OOMKilled|CrashLoopBackOff|ImagePullBackOff|Segmentation\s+fault|Permission\s+denied|Connection\s+refused"
+    r"|not\s+available|not\s+found|timed\s+out)\b"
+)
+_QUOTED = re.compile(r"'([^'\n]{2,40})'|\"([^\"\n]{2,40})\"")
+
+
+def _error_keys(line: str) -> set[str]:
+    """The words that name an error line: its exception, quoted values and identifiers."""
+    keys = {m.group(0) for m in _ERROR_NAME.finditer(line)}
+    keys |= {q for m in _QUOTED.finditer(line) for q in m.groups() if q and not q.isspace()}
+    keys |= set(_STRONG_ID.findall(line)) | {m.group(1) for m in _FUNCTION.finditer(line)}
+    # a bare word ("Error", "assert") names nothing
+    return {k for k in keys if len(k) > 2} - {"Error", "Exception"}
+
+
+def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list[DriftFinding]:
+    """Errors that appear only in tool output ("KeyError: 'currency_code'" in a pytest run): a summary keeps
+    each by one of its names (the exception, a quoted value, an identifier), or in the other language by its
+    concepts ("连接 10.0.3.17:6379 被拒绝"). A note (low): the pinned facts usually keep them."""
+    findings = []
+    seen: set[str] = set()
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") != "tool":
+            continue
+        text = content_text(m)
+        if not has_error_hint(text):
+            continue
+        for line in salient_error_lines(text, limit=2):
+            keys = _error_keys(line)
+            specific = keys - {m.group(0) for m in _ERROR_NAME.finditer(line)}
+            if not keys or (specific & seen if specific else keys <= seen):
+                continue
+            seen |= specific or keys
+            if any(k in summary for k in keys):
+                continue
+            needle = _needle(line) - {"1"}
+            if len(needle) >= 2 and any(
+                _x_about(frozenset(needle), _summary_sentence(s)) for s in summary.splitlines()
+            ):
+                continue
+            findings.append(
+                DriftFinding(
+                    "identifier_missing", "low", {"original": line.strip(), "summary": ""}, index, "tool_error_missing"
+                )
+            )
+    return findings
+
+
 def _fabricated(ident: str, code: str, severity: str = "medium") -> DriftFinding:
     return DriftFinding("identifier_fabricated", severity, {"original": "", "summary": ident}, None, code)
 
@@ -1801,6 +1855,7 @@ def check_drift(
     findings += _check_identifiers(original_messages, constraints, summary_text, corpus)
     findings += _check_hedges(original_messages, prose)
     findings += _check_progress(original_messages, checked)
+    findings += _check_tool_errors(original_messages, summary_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings

@@ -652,3 +652,39 @@ class TestStandingInstructions:
         ]
         summary = "- The agent replied to the user without a tool call.\n- Do not cancel the return flight."
         assert check_drift(messages, summary) == []
+
+
+class TestToolOutputAndShortIds:
+    MESSAGES = [
+        user("Hi, my user id is sofia_kim_7287. Please change reservation NO6JO3."),
+        call("c1", "terminal", {"cmd": "pytest tests/export -q"}),
+        result("c1", "E       KeyError: 'currency_code'\nFAILED tests/export/test_currency.py::case_3\n1 failed"),
+        assistant("The passenger record of K1NW8N lists Ivan D-0."),
+    ]
+
+    def test_an_error_only_in_tool_output_is_checked(self) -> None:
+        found = check_drift(self.MESSAGES, "- sofia_kim_7287 wants NO6JO3 changed; K1NW8N lists Ivan D-0.")
+        assert [(f.kind, f.code, f.source_index) for f in found] == [("identifier_missing", "tool_error_missing", 2)]
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "- sofia_kim_7287 wants NO6JO3 changed; K1NW8N lists Ivan D-0.\n- KeyError 'currency_code' in the tests.",
+            "- 用户 sofia_kim_7287 要改 NO6JO3；K1NW8N 的乘客是 Ivan D-0。\n- 测试报 KeyError（currency_code）。",
+        ],
+    )
+    def test_an_error_kept_by_its_name_is_quiet(self, summary: str) -> None:
+        assert check_drift(self.MESSAGES, summary) == []
+
+    def test_short_and_user_ids_are_identifiers(self) -> None:
+        found = check_drift(self.MESSAGES, "- The user wants a reservation changed.\n- KeyError: 'currency_code'.")
+        missing = {f.evidence["original"] for f in found if f.kind == "identifier_missing"}
+        assert missing == {"sofia_kim_7287", "NO6JO3", "K1NW8N", "D-0"}
+
+    def test_a_chinese_restatement_of_a_tool_error_is_kept(self) -> None:
+        messages = [
+            call("c1", "terminal", {"cmd": "./migrate 0057_split_orders"}),
+            result("c1", "redis.exceptions.ConnectionError: Error 111 connecting to 10.0.3.17:6379. Refused"),
+        ]
+        assert check_drift(messages, "- 迁移失败：连接 Redis 10.0.3.17:6379 被拒绝。") == []
+        assert kinds(check_drift(messages, "- 迁移失败了。")) == ["identifier_missing"]
