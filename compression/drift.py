@@ -55,6 +55,7 @@ DRIFT_KINDS = (
     "identifier_fabricated",
     "hedge_lost",
     "progress_fabricated",
+    "wrong_attribution",
 )
 
 
@@ -78,6 +79,7 @@ DETAILS: dict[str, str] = {
     "soft_inversion": "a prohibition became a plan for later (when ready, later, if needed)",
     "command_dropped": "a command the user asked to run is not in the summary",
     "tool_error_missing": "an error that appears only in tool output is not in the summary",
+    "wrong_speaker": "the summary puts a statement in the wrong mouth (user / assistant)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
     "tests_never_run": "the summary says the tests passed; no test run is in the originals",
@@ -1392,6 +1394,63 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
     return findings
 
 
+# a sentence that says who said something: "the user suspects ...", "用户认为 ...", "the agent found ..."
+_BY_USER = re.compile(
+    r"\b(?:the\s+)?user\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought|believes?|reported|reports"
+    r"|noted|notes|mentioned|found|explained|claimed|stated|guessed|pointed\s+out)\b"
+    r"|用户(?:说|认为|怀疑|猜测|提到|指出|发现|表示|报告|解释|推测)",
+    re.I,
+)
+_BY_ASSISTANT = re.compile(
+    r"\b(?:the\s+)?(?:assistant|agent|model|i|we)\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought"
+    r"|believes?|reported|noted|mentioned|found|explained|stated|guessed|asked|requested|wanted)\b"
+    r"|(?:助手|智能体)(?:说|认为|怀疑|猜测|提到|指出|发现|表示|要求|希望)",
+    re.I,
+)
+
+
+def _check_attribution(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
+    """A statement put in the wrong mouth: "the user suspects the cache" when the assistant suspected it
+    (and no user said so), or the reverse. Compared by terms, or across languages by bridge terms."""
+    said: dict[str, list[tuple[int, str]]] = {"user": [], "assistant": []}
+    for index, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role not in said or is_summary_message(m):
+            continue
+        text = user_statement_text(content_text(m)) if role == "user" else windowed(content_text(m), 6_000, 4_000)
+        said[str(role)].extend((index, t) for t in split_sentences(text))
+
+    def share(content: str, terms: set[str], sentence: str) -> float:
+        if _cross(content, sentence):
+            return _overlap(set(_needle(content)), set(_hay(sentence)))
+        return _overlap(terms, key_terms(sentence))
+
+    findings = []
+    for s in prose:
+        for claimed, other in (("user", "assistant"), ("assistant", "user")):
+            cue = (_BY_USER if claimed == "user" else _BY_ASSISTANT).search(s.text)
+            if cue is None:
+                continue
+            content = s.text[cue.end() :]
+            terms = key_terms(content)
+            if len(terms - _VERBS) < 3 or len(_needle(content)) < 2:
+                continue
+            if any(share(content, terms, t) >= MATCH for _, t in said[claimed]):
+                continue
+            source = next(((i, t) for i, t in said[other] if share(content, terms, t) >= INVERT_MATCH), None)
+            if source is not None:
+                findings.append(
+                    DriftFinding(
+                        "wrong_attribution",
+                        "medium",
+                        {"original": source[1], "summary": s.text},
+                        source[0],
+                        "wrong_speaker",
+                    )
+                )
+    return findings
+
+
 def _fabricated(ident: str, code: str, severity: str = "medium") -> DriftFinding:
     return DriftFinding("identifier_fabricated", severity, {"original": "", "summary": ident}, None, code)
 
@@ -1856,6 +1915,7 @@ def check_drift(
     findings += _check_hedges(original_messages, prose)
     findings += _check_progress(original_messages, checked)
     findings += _check_tool_errors(original_messages, summary_text)
+    findings += _check_attribution(original_messages, checked)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings

@@ -688,3 +688,32 @@ class TestToolOutputAndShortIds:
         ]
         assert check_drift(messages, "- 迁移失败：连接 Redis 10.0.3.17:6379 被拒绝。") == []
         assert kinds(check_drift(messages, "- 迁移失败了。")) == ["identifier_missing"]
+
+
+class TestAttribution:
+    MESSAGES = [
+        user("Why is the export slow?"),
+        assistant("It's probably the cache: the lru_cache on load_rate_table was removed, but I haven't confirmed it."),
+    ]
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "- The user suspects the lru_cache on load_rate_table was removed (unconfirmed).",
+            "- 用户怀疑 load_rate_table 的 lru_cache 被删除了（未确认）。",
+        ],
+    )
+    def test_the_assistant_s_suspicion_put_on_the_user(self, line: str) -> None:
+        findings = check_drift(self.MESSAGES, line)
+        assert [(f.kind, f.source_index) for f in findings] == [("wrong_attribution", 1)]
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "- The assistant suspects the lru_cache on load_rate_table was removed (unconfirmed).",
+            "- 助手怀疑 load_rate_table 的 lru_cache 被删除了（未确认）。",
+            "- The user asked why the export is slow.",
+        ],
+    )
+    def test_the_right_speaker_is_quiet(self, line: str) -> None:
+        assert check_drift(self.MESSAGES, line) == []
