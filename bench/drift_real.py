@@ -13,10 +13,10 @@ labelled items. ``--replay`` (the only mode: nothing is generated here, a model 
 Scoring:
 
 - a labelled error is **caught** when a finding of an equivalent kind (:data:`EQUIVALENT`) points at it:
-  the finding's evidence (summary side or original side) and the item's quote overlap (one holds the other,
-  or they share most of their key terms), or, for an item quoted from the summary (not a dropped
-  constraint or a missing identifier, whose quote is the original's), both name the same archived message
-  (``source_index``);
+  for a dropped constraint or a missing identifier (quoted from the original) the finding's original side
+  and the quote hold one another; for the other kinds (quoted from the summary) the finding's evidence and
+  the quote overlap (one holds the other, or they share most of their key terms), or both name the same
+  archived message (``source_index``);
 - a finding is a **false alarm** when it is of severity medium or high and catches no labelled error (a low
   finding is a note: it may catch an error, it is never an alarm); a false alarm that points at a
   faithful item counts against that item, and one that points at an error of another kind is listed as
@@ -131,7 +131,12 @@ def points_at(finding: DriftFinding, item: dict[str, Any]) -> bool:
     """Whether ``finding`` is about ``item``: overlapping quotes, or (for an item quoted from the summary)
     the same archived message."""
     sides = (finding.evidence.get("summary", ""), finding.evidence.get("original", ""))
-    if any(overlaps(item.get("quote") or "", side) for side in sides):
+    quote = item.get("quote") or ""
+    if item["kind"] in ORIGINAL_SIDE:
+        # a passage of the original: the finding quotes it, or it holds what the finding quotes
+        a, b = _flat(quote), _flat(sides[1])
+        return bool(a and b) and (a in b or b in a)
+    if any(overlaps(quote, side) for side in sides):
         return True
     index = item.get("source_index")
     same = index is not None and finding.scope == "segment" and finding.source_index == index
@@ -218,6 +223,9 @@ class Totals:
     faithful_summaries_alarmed: int = 0
     false_alarms: int = 0
     wrong_kind: int = 0
+    #: low findings (notes) that catch nothing, and the faithful items they point at: not alarms, shown
+    notes: int = 0
+    faithful_items_noted: int = 0
     findings: int = 0
 
 
@@ -239,6 +247,11 @@ def totals(scored: Iterable[Scored]) -> Totals:
         alarmed_items = {i for f in alarms for i in s.points.get(f, ()) if s.items[i]["kind"] == "faithful"}
         t.faithful_items_alarmed += len(alarmed_items)
         t.wrong_kind += sum(1 for f in alarms if any(s.items[i]["kind"] != "faithful" for i in s.points.get(f, ())))
+        catching = {f for found in s.caught.values() for f in found}
+        notes = [i for i, f in enumerate(s.findings) if f.severity not in ALARM and i not in catching]
+        t.notes += len(notes)
+        noted = {i for f in notes for i in s.points.get(f, ()) if s.items[i]["kind"] == "faithful"}
+        t.faithful_items_noted += len(noted - alarmed_items)
         if not s.errors:
             t.faithful_summaries += 1
             t.faithful_summaries_alarmed += int(bool(alarms))
@@ -279,6 +292,9 @@ def report(scored: list[Scored], title: str, verbose: bool) -> None:
     print(
         f"  faithful items with a false alarm: {t.faithful_items_alarmed} of {t.faithful_items}"
         f" ({_pct(t.faithful_items_alarmed, t.faithful_items).strip()})"
+    )
+    print(
+        f"  notes (low findings catching nothing): {t.notes}; faithful items with only a note: {t.faithful_items_noted}"
     )
     per20 = t.faithful_summaries_alarmed / t.faithful_summaries * 20 if t.faithful_summaries else 0.0
     print(

@@ -904,9 +904,22 @@ def _whole(s: _Statement) -> list[_Clause]:
     ]
 
 
+# a prohibition for now ("not yet", "first", "先", "暂时") ...
+_TEMPORAL = re.compile(r"\b(?:yet|first|for\s+now|until|before|wait)\b|先|暂时|暂不|之前|等", re.I)
+# ... is kept by a summary that names what it waits for ("after reviewing", "once ops confirms", "等用户确认后")
+_WAIT_KEPT = re.compile(
+    r"\b(?:after|once|as\s+soon\s+as|following)\s+(?!(?:it'?s|we'?re|you'?re|everything\s+is|ready)\b)\w+"
+    r"|等.{1,16}(?:之后|以后|后|再)|(?:审查|确认|评审|批准|review|看过|看完)(?:之后|以后|后)",
+    re.I,
+)
+
+
 def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> bool:
     """Whether ``s`` states the action of ``c`` without its negation (the whole sentence, or one clause of it)."""
     if c.text in s.text:  # the constraint restated verbatim (a summary quoting the user's turn) inverts nothing
+        return False
+    # "don't commit yet, I want to look at the diff first" -> "commit after the review": the wait is kept
+    if _TEMPORAL.search(c.text) and _WAIT_KEPT.search(s.text) and not _SOFT.search(s.text):
         return False
     action = c.action
     verbs = c.verbs
@@ -1039,6 +1052,8 @@ def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summa
     action = c.action
     about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(action, s.terms) >= INVERT_MATCH]
     negated = [s for s in about if _negates(s, action)] or [s for s in prose if _restates(c, s)]
+    if _TEMPORAL.search(c.text):  # "commit after the review" keeps "don't commit yet"
+        negated += [s for s in about if _WAIT_KEPT.search(s.text) and not _SOFT.search(s.text)]
     needle = _needle(_core_text(c.text))
     other = [s for s in prose if _cross(c.text, s.text)]
     negated += [s for s in other if _x_about(needle, s) and _x_negates(s, needle)]
@@ -1198,6 +1213,11 @@ def _widens(c: _Statement, s: _Statement) -> bool:
     )
 
 
+_ACK_WORDS = frozenset(
+    {_stem(w) for w in "sound sounds good ok okay fine great thanks yes sure".split()} | set("好的行嗯")
+)
+
+
 def _grants(s: _Statement) -> bool:
     """A clause of ``s`` states the approval ("approved, but not executed yet": the wait is for something else)."""
     return len(_whole(s)) > 1 and any(_is_approval(c.text) and not _PENDING.search(c.text) for c in _whole(s))
@@ -1221,7 +1241,9 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     about += other
     if a.text in summary or about:
         return None
-    return _finding("constraint_dropped", a, "", "approval_lost", "medium")
+    # "Sounds good." to a plan is an acknowledgement more than a permission: a note
+    ack = not (a.core or set()) - _ACK_WORDS
+    return _finding("constraint_dropped", a, "", "approval_lost", "low" if ack else "medium")
 
 
 def _check_fabricated(
@@ -1379,7 +1401,8 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
             if not keys or (specific & seen if specific else keys <= seen):
                 continue
             seen |= specific or keys
-            if any(k in summary for k in keys):
+            # by a name of its own: "KeyError" alone does not say which KeyError
+            if any(k in summary for k in specific or keys):
                 continue
             needle = _needle(line) - {"1"}
             if len(needle) >= 2 and any(
