@@ -66,9 +66,14 @@ LABEL_KINDS = (*ERROR_KINDS, "faithful")
 #: ``constraint_inverted``, an approval nobody gave as ``constraint_fabricated``, and the labels use the
 #: same kinds. A claim that a forbidden action was done ("deploy.sh has been updated" for "don't modify
 #: deploy.sh yet") is both an inversion and a fabricated progress claim, so those two catch each other.
+#: Every other kind catches only itself.
 EQUIVALENT: dict[str, frozenset[str]] = {kind: frozenset({kind}) for kind in ERROR_KINDS}
 EQUIVALENT["constraint_inverted"] = frozenset({"constraint_inverted", "progress_fabricated"})
 EQUIVALENT["progress_fabricated"] = frozenset({"progress_fabricated", "constraint_inverted"})
+# An error placed at a test id or file that never had it ("tests/export/test_money.py::case_3 - KeyError") is
+# both a wrong attribution and a fabricated identifier.
+EQUIVALENT["wrong_attribution"] = frozenset({"wrong_attribution", "identifier_fabricated"})
+EQUIVALENT["identifier_fabricated"] = frozenset({"identifier_fabricated", "wrong_attribution"})
 
 #: share of the shorter side's key terms the other must hold for a quote and an evidence to overlap
 OVERLAP = 0.6

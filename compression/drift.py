@@ -80,6 +80,8 @@ DETAILS: dict[str, str] = {
     "command_dropped": "a command the user asked to run is not in the summary",
     "tool_error_missing": "an error that appears only in tool output is not in the summary",
     "wrong_speaker": "the summary puts a statement in the wrong mouth (user / assistant)",
+    "error_misplaced": "the summary places an error where it did not happen",
+    "user_did_not": "the summary says the user did what the agent did",
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
     "tests_never_run": "the summary says the tests passed; no test run is in the originals",
@@ -1214,7 +1216,8 @@ def _widens(c: _Statement, s: _Statement) -> bool:
 
 
 _ACK_WORDS = frozenset(
-    {_stem(w) for w in "sound sounds good ok okay fine great thanks yes sure".split()} | set("好的行嗯")
+    {_stem(w) for w in ["sound", "sounds", "good", "ok", "okay", "fine", "great", "thanks", "yes", "sure"]}
+    | set("好的行嗯")
 )
 
 
@@ -1294,6 +1297,7 @@ def _identifiers(text: str, *, strong_only: bool = False) -> set[str]:
     if strong_only:
         return found
     found.update(p for p in find_paths(text) if "/" in p and "." in p.rsplit("/", 1)[-1])
+    found.update(_TEST_ID.findall(text))  # tests/export/test_money.py::case_4
     found.update(m.group(0) for m in _FUNCTION.finditer(text))
     found.update(m.group(0) for m in _QUANTITY.finditer(text))
     return found
@@ -1335,7 +1339,10 @@ def _check_identifiers(
         # what users gave, and the tickets/versions/error codes the assistant reported (tool output is not read)
         by_user = m.get("role") == "user"
         text = user_statement_text(content_text(m)) if by_user else windowed(content_text(m), 6_000, 4_000)
-        for ident in sorted(_identifiers(text, strong_only=not by_user)):
+        ids = _identifiers(text, strong_only=not by_user)
+        if not by_user:  # the files the assistant named ("also imported by scripts/backfill_2025.py")
+            ids |= {p for p in find_paths(text) if "/" in p and "." in p.rsplit("/", 1)[-1] and not p.startswith("/")}
+        for ident in sorted(ids):
             if not _is_in(ident, summary):
                 findings.append(
                     DriftFinding(
@@ -1470,6 +1477,85 @@ def _check_attribution(messages: Sequence[dict[str, Any]], prose: list[_Statemen
                         source[0],
                         "wrong_speaker",
                     )
+                )
+    return findings
+
+
+# where a summary places an error: a test id, a path, a function
+_TEST_ID = re.compile(r"[\w./-]+\.\w+::[\w\[\]-]+")
+_LOCATION = re.compile(
+    r"[\w./-]+\.\w+::[\w\[\]-]+|(?<![\w/.])[\w-]+(?:/[\w.-]+)*\.(?:py|js|ts|go|rb|java|sh|yaml|yml)\b|`(\w+)`|\b(\w+)\(\)"
+)
+_PLACED_AFTER = re.compile(r"\b(?:in|at|from|inside|of)\b\s+(?:the\s+)?", re.I)
+# "the user has added a test", "用户已修改了": actions the agent did, put on the user
+_USER_DID = re.compile(
+    r"\b(?:the\s+)?user\s+(?:has\s+|had\s+)?(?:already\s+|now\s+|also\s+)?(?P<v>added|modified|changed|updated|ran|fixed"
+    r"|created|deployed|committed|renamed|wrote|written|executed|removed|deleted|extracted|split|refactored|installed"
+    r"|migrated|restarted|applied|edited|implemented)\b"
+    r"|用户(?:已经?|已)(?P<z>添加|修改|运行|修复|创建|部署|提交|重命名|编写|执行|删除|拆分|重构|安装|迁移|重启)",
+    re.I,
+)
+_FIRST_PERSON_DID = re.compile(
+    r"\b(?:i|we)\s+(?:have\s+|'ve\s+|already\s+|just\s+)*\w+ed\b|\bi'?ve\b|我(?:已经?|刚)", re.I
+)
+
+
+def _near(text: str, a: str, b: str, span: int = 2) -> bool:
+    """Whether ``a`` and ``b`` are within ``span`` lines of each other in ``text``."""
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if a in line]
+    return any(b in line for i in at for line in lines[max(0, i - span) : i + span + 1])
+
+
+def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
+    """An error placed where it did not happen ("KeyError in `fmt_money`" when the KeyError came from
+    test_currency.py), and an action of the agent put on the user ("the user has added a test")."""
+    texts = [(i, _corpus([m])) for i, m in enumerate(messages) if isinstance(m, dict) and not is_summary_message(m)]
+    corpus = "\n".join(t for _, t in texts)
+    findings = []
+    for raw in prose_text.splitlines():
+        line = raw.strip()
+        names = [m for m in _ERROR_NAME.finditer(line) if m.group(0) in corpus and m.group(0) not in ("not found",)]
+        for name in names[:1]:
+            error = name.group(0)
+            before = line[: name.start()]
+            after = line[name.end() :]
+            placed = _PLACED_AFTER.search(after)
+            zones = [before] + ([after[placed.end() :]] if placed else [])
+            for zone in zones:
+                for loc in _LOCATION.finditer(zone):
+                    where = next((g for g in loc.groups() if g), loc.group(0))
+                    if len(where) < 4 or where == error:
+                        continue
+                    file_part = where.split("::", 1)[0].rsplit("/", 1)[-1]
+                    if where not in corpus and not ("::" in where and file_part in corpus):
+                        continue
+                    # a test id or a path on the error's own lines; a function anywhere in a message with the error
+                    span = 2 if "::" in where or "." in where else 10_000
+                    if any(
+                        error in t and (_near(t, error, where, span) or _near(t, error, file_part, 0)) for _, t in texts
+                    ):
+                        continue
+                    source = next((i for i, t in texts if error in t), None)
+                    findings.append(
+                        DriftFinding(
+                            "wrong_attribution",
+                            "medium",
+                            {"original": error, "summary": line},
+                            source,
+                            "error_misplaced",
+                        )
+                    )
+                    break
+                else:
+                    continue
+                break
+        did = _USER_DID.search(line)
+        if did:
+            users = [content_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+            if not any(_FIRST_PERSON_DID.search(u) for u in users):
+                findings.append(
+                    DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
                 )
     return findings
 
@@ -1939,6 +2025,7 @@ def check_drift(
     findings += _check_progress(original_messages, checked)
     findings += _check_tool_errors(original_messages, summary_text)
     findings += _check_attribution(original_messages, checked)
+    findings += _check_placement(original_messages, prose_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings
