@@ -73,6 +73,8 @@ FINDING_KINDS = {
     "identifier_missing": gettext_lazy("identifier missing"),
     "identifier_fabricated": gettext_lazy("identifier fabricated"),
     "hedge_lost": gettext_lazy("uncertainty lost"),
+    "progress_fabricated": gettext_lazy("progress fabricated"),
+    "wrong_attribution": gettext_lazy("wrong attribution"),
     "other": gettext_lazy("other"),  # a case opened by hand about something else
 }
 SEVERITIES = {"high": gettext_lazy("high"), "medium": gettext_lazy("medium"), "low": gettext_lazy("low")}
@@ -104,6 +106,39 @@ DETAILS = {
     "a number that appears nowhere in the originals": gettext_lazy("a number that appears nowhere in the originals"),
     "a number in a limit that appears nowhere in the originals": gettext_lazy(
         "a number in a limit that appears nowhere in the originals"
+    ),
+    "a prohibition became a plan for later (when ready, later, if needed)": gettext_lazy(
+        "a prohibition became a plan for later (when ready, later, if needed)"
+    ),
+    "a command the user asked to run is not in the summary": gettext_lazy(
+        "a command the user asked to run is not in the summary"
+    ),
+    "a limit the user set is not in the summary with its number": gettext_lazy(
+        "a limit the user set is not in the summary with its number"
+    ),
+    "an error that appears only in tool output is not in the summary": gettext_lazy(
+        "an error that appears only in tool output is not in the summary"
+    ),
+    "the summary puts a statement in the wrong mouth (user / assistant)": gettext_lazy(
+        "the summary puts a statement in the wrong mouth (user / assistant)"
+    ),
+    "the summary places an error where it did not happen": gettext_lazy(
+        "the summary places an error where it did not happen"
+    ),
+    "the summary says the user did what the agent did": gettext_lazy(
+        "the summary says the user did what the agent did"
+    ),
+    "the summary says the tests passed; the last test run failed": gettext_lazy(
+        "the summary says the tests passed; the last test run failed"
+    ),
+    "the summary says the tests passed; no test run is in the originals": gettext_lazy(
+        "the summary says the tests passed; no test run is in the originals"
+    ),
+    "the summary claims as done what the originals say was not done": gettext_lazy(
+        "the summary claims as done what the originals say was not done"
+    ),
+    "the summary claims as done what no tool result or message shows": gettext_lazy(
+        "the summary claims as done what no tool result or message shows"
     ),
 }
 
