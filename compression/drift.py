@@ -802,6 +802,23 @@ def _constraint(text: str, index: int | None) -> _Statement:
     return _Statement(text, index, terms, core, anchors & core, verbs=verbs)
 
 
+_ACKNOWLEDGED = re.compile(
+    r"^\s*(?:understood|noted|got\s+it|will\s+do|sure|ok(?:ay)?|明白|收到|好的|了解|知道了)\s*[:：,，.。!！]\s*(?P<rules>.+)",
+    re.I | re.S,
+)
+
+
+def _acknowledged(text: str) -> list[str]:
+    """The rules an agent's acknowledgement restates ("Understood: staging only, at most 3 retries."): each
+    constraint-shaped item of its first sentence."""
+    m = _ACKNOWLEDGED.match(text)
+    if m is None:
+        return []
+    first = split_sentences(m.group("rules"))[:1]
+    items = [i.strip(" .。") for part in first for i in re.split(r"[,，;；、]|\band\b", part)]
+    return [i for i in items if len(i) >= 4 and (_is_constraint(i) or _STANDING.search(i)) and not _HARNESS.search(i)]
+
+
 def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statement], list[_Statement]]:
     """(constraints, approvals) said by users in ``messages``, plus those pinned in earlier summaries.
 
@@ -828,6 +845,12 @@ def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statemen
         if m.get("role") == "assistant":
             text = content_text(m)
             proposal = " ".join(split_sentences(text[-1_000:])[-2:]) if text.strip() else proposal
+            # "Understood: staging only, pods listed after each step, at most 3 retries": the user's rules,
+            # said before the segment and restated by the agent inside it
+            for rule in _acknowledged(text):
+                if rule not in seen:
+                    seen.add(rule)
+                    constraints.append(_constraint(rule, index))
             continue
         if m.get("role") != "user":
             continue
@@ -1427,7 +1450,7 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
 # a sentence that says who said something: "the user suspects ...", "用户认为 ...", "the agent found ..."
 _BY_USER = re.compile(
     r"\b(?:the\s+)?user\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought|believes?|reported|reports"
-    r"|noted|notes|mentioned|found|explained|claimed|stated|guessed|pointed\s+out)\b"
+    r"|noted|notes|mentioned|found|explained|claimed|stated|guessed|pointed\s+out|suggested|proposed|recommended)\b"
     r"|用户(?:说|认为|怀疑|猜测|提到|指出|发现|表示|报告|解释|推测)",
     re.I,
 )
@@ -1495,6 +1518,13 @@ _USER_DID = re.compile(
     r"|用户(?:已经?|已)(?P<z>添加|修改|运行|修复|创建|部署|提交|重命名|编写|执行|删除|拆分|重构|安装|迁移|重启)",
     re.I,
 )
+# users grant approvals; the agent asks for them
+_USER_ASKED_APPROVAL = re.compile(
+    r"\b(?:the\s+)?user\s+(?:has\s+)?(?:requested|asked\s+for|sought|requests|asks\s+for)\s+(?:\w+\s+)?"
+    r"(?:approval|permission|confirmation|consent)\b|用户(?:请求|要求|申请)(?:批准|确认|同意|授权)",
+    re.I,
+)
+_ASKS_APPROVAL = re.compile(r"\b(?:may|can|could)\s+i\b|\bis\s+it\s+ok\b|我可以|能不能让我", re.I)
 _FIRST_PERSON_DID = re.compile(
     r"\b(?:i|we)\s+(?:have\s+|'ve\s+|already\s+|just\s+)*\w+ed\b|\bi'?ve\b|我(?:已经?|刚)", re.I
 )
@@ -1550,6 +1580,13 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
                 else:
                     continue
                 break
+        asked = _USER_ASKED_APPROVAL.search(line)
+        if asked and not any(
+            _ASKS_APPROVAL.search(content_text(m)) for m in messages if isinstance(m, dict) and m.get("role") == "user"
+        ):
+            findings.append(
+                DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
+            )
         did = _USER_DID.search(line)
         if did:
             users = [content_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
@@ -2005,7 +2042,8 @@ def check_drift(
     # a prose sentence quoting a user's own constraint or approval verbatim (a kept user turn) is no
     # evidence against another one: "No function may be longer than 50 lines." does not break "under 50"
     quoted = [st.text for st in constraints + approvals if len(st.text) >= 8]
-    checked = [st for st in prose if not any(q in st.text for q in quoted)] if quoted else prose
+    # (a sentence that is mostly the quote: one that also restates other rules still counts for them)
+    checked = [st for st in prose if not any(q in st.text and len(q) * 5 >= len(st.text) * 3 for q in quoted)]
     for c in constraints:
         finding = _check_constraint(c, checked, pinned, summary_text)
         if finding:

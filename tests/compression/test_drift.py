@@ -717,3 +717,30 @@ class TestAttribution:
     )
     def test_the_right_speaker_is_quiet(self, line: str) -> None:
         assert check_drift(self.MESSAGES, line) == []
+
+
+class TestRulesRestatedByTheAgent:
+    @pytest.mark.parametrize(
+        ("ack", "kept"),
+        [
+            (
+                "Understood: staging only, pods listed after each step, at most 3 health-check retries.",
+                "- Staging only; list the pods after each step; at most 3 health-check retries.",
+            ),
+            (
+                "明白：只动预发，每步之后列出 pod，健康检查最多重试三次。",
+                "- 只动预发；每步之后列出 pod；健康检查最多重试 3 次。",
+            ),
+        ],
+    )
+    def test_an_acknowledged_rule_must_be_kept(self, ack: str, kept: str) -> None:
+        messages = [assistant(ack), user("ok")]
+        assert check_drift(messages, kept) == []
+        dropped = check_drift(messages, "- Checked the pods.")
+        assert {f.kind for f in dropped} == {"constraint_dropped"} and len(dropped) >= 2
+
+    def test_the_user_grants_approvals_and_does_not_ask_for_them(self) -> None:
+        messages = [assistant("Shall I run 0042_add_index on staging?"), user("Yes, I approve running 0042_add_index.")]
+        wrong = check_drift(messages, "- The user requested approval for running 0042_add_index.")
+        assert "wrong_attribution" in kinds(wrong)
+        assert check_drift(messages, "- The user approved running 0042_add_index.") == []
