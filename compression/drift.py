@@ -1702,6 +1702,9 @@ _CLAIM_VERBS = {
     "booked": "book",
     "completed": "complet",
     "finished": "complet",
+    "called": "run",
+    "invoked": "run",
+    "succeeded": "complet",
     "done": "complet",
     "charged": "pay",
     "rolled back": "rollback",
@@ -1911,11 +1914,11 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
         objects = bridge if _cross(claim, call) else own | bridge
         if not objects or _overlap(objects, hay) < (1.0 if len(objects) == 1 else MATCH):
             continue
+        failed = bool(result) and bool(_FAILED_RESULT.search(result[:2_000])) and not _EXIT_ZERO_CLAIM.search(result)
         if concept in hay or (concept in _BY_WRITING and _WRITE_TOOL.search(call)):
-            failed = (
-                bool(result) and bool(_FAILED_RESULT.search(result[:2_000])) and not _EXIT_ZERO_CLAIM.search(result)
-            )
             events.append(_Event(index, call[:200], not failed))
+        elif failed:  # the call on it failed, whatever it was called
+            events.append(_Event(index, result[:200], False))
     events.sort(key=lambda e: e.index)
     return events
 
