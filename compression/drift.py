@@ -1272,13 +1272,43 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     return _finding("constraint_dropped", a, "", "approval_lost", "low" if ack else "medium")
 
 
+_NO_RULES = re.compile(
+    r"\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?(?:constraints?|preferences?|rules?)\b"
+    r"|没有(?:特别的|具体的|明确的|其他)?(?:约束|限制|要求)",
+    re.I,
+)
+
+
+def _rule_sentences(prose: str) -> set[str]:
+    """The sentences under a constraints heading ("## Constraints and preferences"): rules by where they stand."""
+    out: set[str] = set()
+    inside = False
+    for line in prose.splitlines():
+        if line.lstrip().startswith("#"):
+            inside = bool(re.search(r"constraint|约束|限制", line, re.I))
+            continue
+        if inside:
+            line = re.sub(r"^\s*(?:[-*]\s+|\d+[.)]\s+)", "", line.strip())
+            out.update(split_sentences(line))
+    return out
+
+
 def _check_fabricated(
-    prose: list[_Statement], pinned: str, constraints: list[_Statement], approvals: list[_Statement], corpus: str
+    prose: list[_Statement],
+    pinned: str,
+    constraints: list[_Statement],
+    approvals: list[_Statement],
+    corpus: str,
+    rules: frozenset[str] = frozenset(),
 ) -> list[DriftFinding]:
     findings = []
     given = constraints + approvals
     for s in prose:
-        claims_constraint = (_is_constraint(s.text) or _CLAIM_EXTRA.search(s.text)) and _ATTRIBUTION.search(s.text)
+        # under a constraints heading a prohibition needs no "the user said" ("The tool should not apply X")
+        attributed = _ATTRIBUTION.search(s.text) or (
+            s.text in rules and _is_prohibitive(s.text) and not _NO_RULES.search(s.text)
+        )
+        claims_constraint = (_is_constraint(s.text) or _CLAIM_EXTRA.search(s.text)) and attributed
         claims_approval = _is_approval(s.text) and _ATTRIBUTION.search(s.text) and not is_negated(s.text)
         if not (claims_constraint or claims_approval) or len(s.terms) < 2:
             continue
@@ -2060,7 +2090,7 @@ def check_drift(
         corpus = corpus + "\n" + _corpus(context_messages)
         extra_c, extra_a = _user_statements(context_messages)
         constraints, approvals = constraints + extra_c, approvals + extra_a
-    findings += _check_fabricated(prose, pinned, constraints, approvals, corpus)
+    findings += _check_fabricated(prose, pinned, constraints, approvals, corpus, frozenset(_rule_sentences(prose_text)))
     findings += _check_identifiers(original_messages, constraints, summary_text, corpus)
     findings += _check_hedges(original_messages, prose)
     findings += _check_progress(original_messages, checked)

@@ -744,3 +744,12 @@ class TestRulesRestatedByTheAgent:
         wrong = check_drift(messages, "- The user requested approval for running 0042_add_index.")
         assert "wrong_attribution" in kinds(wrong)
         assert check_drift(messages, "- The user approved running 0042_add_index.") == []
+
+
+def test_a_rule_under_the_constraints_heading_needs_no_attribution() -> None:
+    messages = [user("Run the migration 0042_add_index on staging.")]
+    fabricated = "## Constraints and preferences\n- The tool should not apply the migration if it fails with a lock."
+    assert kinds(check_drift(messages, fabricated)) == ["constraint_fabricated"]
+    empty = "## Constraints and preferences\n- There were no specific constraints in this segment."
+    assert check_drift(messages, empty) == []
+    assert check_drift(messages, "## Progress and next steps\n- The migration must not be applied twice.") == []
