@@ -598,8 +598,32 @@ _LEXICON = (
     ("output", "output", "输出"),
     ("step", "step", "每一步|每步|步骤"),
     ("chang", "chang", "改完|改动后|修改后"),
+    ("hour", "hour hr", "小时"),
+    ("minut", "minut min", "分钟"),
+    ("half", "half", "半"),
+    ("week", "week", "周|星期"),
+    ("today", "today", "今天"),
+    ("date", "date", "明天|日期|到账时间"),
+    ("chase", "chase urg remind nudg", "催"),
+    ("shipment", "shipment deliveri logist track", "物流|快递|发货|运输"),
+    ("conclus", "conclus conclud", "结论"),
+    ("quantiti", "quantiti", "数量"),
+    ("round", "round", "舍入|四舍五入|取整"),
+    ("discount", "discount", "折扣"),
+    ("tax", "tax", "税"),
+    ("level", "level", "级别"),
+    ("limit", "limit", "限制|上限"),
+    ("timeout", "timeout", "超时"),
+    ("password", "password", "密码"),
+    ("account", "account", "账号|账户"),
+    ("price", "price cost", "价格|费用|价钱"),
+    ("total", "total", "总共|总计|合计"),
 )
+# (each English word by itself and by its stem, as :func:`key_terms` writes it)
 _BRIDGE_EN: dict[str, str] = {stem: concept for concept, stems, _ in _LEXICON for stem in stems.split()}
+for _concept, _stems, _ in _LEXICON:
+    for _word in _stems.split():
+        _BRIDGE_EN.setdefault(_stem(_word), _concept)
 _BRIDGE_ZH = tuple((re.compile(words), concept) for concept, _, words in _LEXICON)
 _NUMBER_WORDS = {"one": "1", "once": "1", "two": "2", "twice": "2", "three": "3", "thrice": "3", "four": "4"}
 _NUMBER_WORDS |= {"five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
