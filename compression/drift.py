@@ -78,6 +78,7 @@ DETAILS: dict[str, str] = {
     "window_violated": "the summary reports the action in the window",
     "soft_inversion": "a prohibition became a plan for later (when ready, later, if needed)",
     "command_dropped": "a command the user asked to run is not in the summary",
+    "request_dropped": "a request the user made is not in the summary",
     "tool_error_missing": "an error that appears only in tool output is not in the summary",
     "wrong_speaker": "the summary puts a statement in the wrong mouth (user / assistant)",
     "error_misplaced": "the summary places an error where it did not happen",
@@ -832,6 +833,22 @@ _ACKNOWLEDGED = re.compile(
 )
 
 
+# a user's request made mid-run: "Also, can you add one checked bag?", "顺便把日志级别改成 INFO"
+_REQUEST_TURN = re.compile(
+    r"^\W*(?:(?:also|and|btw|great|ok(?:ay)?|one\s+more\s+thing|while\s+you'?re\s+(?:at\s+it|in\s+there))[,.:!]?\s+)*"
+    r"(?:(?:can|could|would)\s+you\s+(?:please\s+)?|please\s+)?"
+    r"(?:add|open|fix|split|rename|prepare|check|write|create|change|update|book|cancel|refund|send|look\s+(?:at|into)"
+    r"|find|run|rebook|upgrade|move|switch|set|make)\b"
+    r"|^\W*(?:顺便|另外|还有|再|先|那就|好，)?(?:帮我|请|麻烦你?)?(?:把|准备|查一下|看一下|查查|改成|加一|添加|拆|建|开一?个|写|发)",
+    re.I,
+)
+
+
+def _content_words(sentence: str) -> set[str]:
+    """Key terms of ``sentence`` beyond its verbs and single CJK characters."""
+    return {t for t in key_terms(sentence) - _VERBS if not (len(t) == 1 and _CJK.match(t))}
+
+
 def _acknowledged(text: str) -> list[str]:
     """The rules an agent's acknowledgement restates ("Understood: staging only, at most 3 retries."): each
     constraint-shaped item of its first sentence."""
@@ -843,14 +860,21 @@ def _acknowledged(text: str) -> list[str]:
     return [i for i in items if len(i) >= 4 and (_is_constraint(i) or _STANDING.search(i)) and not _HARNESS.search(i)]
 
 
-def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statement], list[_Statement]]:
-    """(constraints, approvals) said by users in ``messages``, plus those pinned in earlier summaries.
+def _user_turns(
+    messages: Sequence[dict[str, Any]],
+) -> tuple[list[_Statement], list[_Statement], list[_Statement]]:
+    """(constraints, approvals, requests) said by users in ``messages``, plus those pinned in earlier summaries.
+
+    A request is a turn asking for something ("Also, can you add one checked bag?", "顺便把日志级别改成 INFO").
 
     A short approval ("yes, go ahead", "订吧") also gets the terms of the proposal it answers
     (the end of the assistant message before it).
     """
     constraints: list[_Statement] = []
     approvals: list[_Statement] = []
+    requests: list[_Statement] = []
+    # the first user turn is the task, not a request made mid-run
+    first_user = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), -1)
     seen: set[str] = set()
     proposal = ""
     for index, m in enumerate(messages):
@@ -885,6 +909,9 @@ def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statemen
             if _is_constraint(sentence):
                 seen.add(sentence)
                 constraints.append(_constraint(sentence, index))
+            elif index > first_user and _REQUEST_TURN.search(sentence) and len(_content_words(sentence)) >= 3:
+                seen.add(sentence)
+                requests.append(_Statement(sentence, index, key_terms(sentence)))
             elif _is_approval(sentence):
                 seen.add(sentence)
                 own = key_terms(sentence)
@@ -892,6 +919,12 @@ def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statemen
                 refers = len(words) <= 2 or _DEICTIC.search(sentence)
                 terms = own | key_terms(proposal) if proposal and refers and len(text) <= 60 else own
                 approvals.append(_Statement(sentence, index, terms, own))
+    return constraints, approvals, requests
+
+
+def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statement], list[_Statement]]:
+    """(constraints, approvals) said by users in ``messages`` (see :func:`_user_turns`)."""
+    constraints, approvals, _ = _user_turns(messages)
     return constraints, approvals
 
 
@@ -963,6 +996,12 @@ _WAIT_KEPT = re.compile(
 )
 
 
+_FACT_ONLY = re.compile(
+    r"\b(?:qualif(?:y|ies|ied)|eligible|entitled|would\s+be|is\s+possible|can\s+be|could\s+be)\b|符合|有资格|可以申请",
+    re.I,
+)
+
+
 def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> bool:
     """Whether ``s`` states the action of ``c`` without its negation (the whole sentence, or one clause of it)."""
     if c.text in s.text:  # the constraint restated verbatim (a summary quoting the user's turn) inverts nothing
@@ -977,7 +1016,8 @@ def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> boo
         _overlap(action, s.terms) >= strict
         and (not objects or _overlap(objects, s.terms) >= MATCH)  # not the verb alone: "订 A 座" vs "订了 B-502"
         and not _negates(s, action)
-        and (_is_request(s.text) or not restated)
+        # a fact about the object ("Ivan qualifies for a full refund") is no request to do it
+        and (_is_request(s.text) or (not restated and not _FACT_ONLY.search(s.text)))
     ):
         return True
     # one clause reports the action as done or requested, whatever the other clauses negate; there any change
@@ -1149,6 +1189,20 @@ def _check_standing(c: _Statement, prose: list[_Statement], summary: str) -> Dri
         if not any(numbers & _needle(line) and (not words or words & _hay(line)) for line in summary.splitlines()):
             return _finding("constraint_dropped", c, "", "limit_dropped")
     return None
+
+
+def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
+    """A request made mid-run that the summary does not mention (done or still to do)."""
+    if r.text in summary:
+        return None
+    needle = _needle(r.text)
+    for s in prose:
+        if _cross(r.text, s.text):
+            if _x_about(needle, s):
+                return None
+        elif _overlap(r.terms - _VERBS, s.terms) >= MATCH:
+            return None
+    return _finding("constraint_dropped", r, "", "request_dropped", "medium")
 
 
 def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
@@ -2107,6 +2161,10 @@ def check_drift(
             findings.append(finding)
     for a in approvals:
         finding = _check_approval(a, checked, summary_text)
+        if finding:
+            findings.append(finding)
+    for r in _user_turns(original_messages)[2]:
+        finding = _check_request(r, prose, summary_text)
         if finding:
             findings.append(finding)
     if context_messages:

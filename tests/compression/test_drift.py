@@ -753,3 +753,22 @@ def test_a_rule_under_the_constraints_heading_needs_no_attribution() -> None:
     empty = "## Constraints and preferences\n- There were no specific constraints in this segment."
     assert check_drift(messages, empty) == []
     assert check_drift(messages, "## Progress and next steps\n- The migration must not be applied twice.") == []
+
+
+class TestRequestsMidRun:
+    MESSAGES = [
+        user("Please change reservation NO6JO3 to May 17."),
+        assistant("Done: NO6JO3 now departs May 17 on HAT136."),
+        user("Great. Also, can you add one checked bag to that reservation?"),
+        user("顺便把日志级别改成 INFO，现在 DEBUG 日志太多了。"),
+    ]
+
+    def test_a_dropped_request_is_caught(self) -> None:
+        found = check_drift(self.MESSAGES, "- NO6JO3 now departs May 17 on HAT136.\n- 日志级别改成 INFO。")
+        assert [(f.kind, f.code, f.source_index) for f in found] == [("constraint_dropped", "request_dropped", 2)]
+        found = check_drift(self.MESSAGES, "- NO6JO3 now departs May 17 on HAT136.\n- Add one checked bag to NO6JO3.")
+        assert [(f.code, f.source_index) for f in found] == [("request_dropped", 3)]
+
+    def test_a_request_kept_in_either_language_is_quiet(self) -> None:
+        summary = "- NO6JO3 departs May 17 on HAT136.\n- 用户要求给该预订加一件托运行李。\n- Set the log level to INFO."
+        assert check_drift(self.MESSAGES, summary) == []
