@@ -140,6 +140,7 @@ DETAILS = {
     "the summary claims as done what no tool result or message shows": gettext_lazy(
         "the summary claims as done what no tool result or message shows"
     ),
+    "a request the user made is not in the summary": gettext_lazy("a request the user made is not in the summary"),
 }
 
 
