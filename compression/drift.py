@@ -26,6 +26,7 @@ proposal it answers.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -79,6 +80,7 @@ DETAILS: dict[str, str] = {
     "soft_inversion": "a prohibition became a plan for later (when ready, later, if needed)",
     "command_dropped": "a command the user asked to run is not in the summary",
     "request_dropped": "a request the user made is not in the summary",
+    "limit_breach_missing": "what a tool showed over the user's limit is not in the summary",
     "tool_error_missing": "an error that appears only in tool output is not in the summary",
     "wrong_speaker": "the summary puts a statement in the wrong mouth (user / assistant)",
     "error_misplaced": "the summary places an error where it did not happen",
@@ -958,6 +960,26 @@ def _calls(messages: Sequence[dict[str, Any]]) -> list[tuple[int, str, str]]:
     return out
 
 
+def _written_paths(message: dict[str, Any]) -> set[str]:
+    """The files a message's tool calls write (``write_file`` / ``edit_file`` with a ``path``)."""
+    out = set()
+    for call in message.get("tool_calls") or ():
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function") or {}
+        name = str(function.get("name") or "")
+        if not re.search(r"write|edit|patch|create|replace|apply", name, re.I):
+            continue
+        try:
+            args = json.loads(call_arguments(call))
+        except ValueError:
+            continue
+        path = args.get("path") or args.get("file_path") or args.get("filename") if isinstance(args, dict) else None
+        if isinstance(path, str) and "/" in path and "." in path.rsplit("/", 1)[-1]:
+            out.add(path)
+    return out
+
+
 # ---------------------------------------------------------------- checks
 
 
@@ -1195,12 +1217,15 @@ def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> Drif
     """A request made mid-run that the summary does not mention (done or still to do)."""
     if r.text in summary:
         return None
-    needle = _needle(r.text)
+    # the ask, without its reasons ("顺便把日志级别改成 INFO | 现在 DEBUG 日志太多了")
+    ask = _clauses(r.text)[0] if len(_clauses(r.text)) > 1 and len(_content_words(_clauses(r.text)[0])) >= 2 else r.text
+    needle = _needle(ask)
+    terms = key_terms(ask)
     for s in prose:
         if _cross(r.text, s.text):
             if _x_about(needle, s):
                 return None
-        elif _overlap(r.terms - _VERBS, s.terms) >= MATCH:
+        elif _overlap(terms - _VERBS, s.terms) >= MATCH:
             return None
     return _finding("constraint_dropped", r, "", "request_dropped", "medium")
 
@@ -1471,8 +1496,9 @@ def _check_identifiers(
         by_user = m.get("role") == "user"
         text = user_statement_text(content_text(m)) if by_user else windowed(content_text(m), 6_000, 4_000)
         ids = _identifiers(text, strong_only=not by_user)
-        if not by_user:  # the files the assistant named ("also imported by scripts/backfill_2025.py")
+        if not by_user:  # the files the assistant named ("also imported by scripts/backfill_2025.py") or wrote
             ids |= {p for p in find_paths(text) if "/" in p and "." in p.rsplit("/", 1)[-1] and not p.startswith("/")}
+            ids |= _written_paths(m)
         for ident in sorted(ids):
             if not _is_in(ident, summary):
                 findings.append(
@@ -1703,6 +1729,43 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
                     DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
                 )
     return findings
+
+
+_NAME_NUMBER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]?\s+(\d+)\s*$", re.M)
+
+
+def _check_breaches(
+    messages: Sequence[dict[str, Any]], constraints: list[_Statement], summary: str
+) -> list[DriftFinding]:
+    """What a tool showed over a user's limit ("group_by_customer 44" against "≤ 40 lines"): the summary
+    keeps the name and its number. A note (low)."""
+    limits = []
+    for c in constraints:
+        bound = re.search(r"(?:≤|<=|at\s+most|no\s+more\s+than|under|不超过|最多|以内)\s*(\d+)|(\d+)\s*行以内", c.text)
+        if bound and "line" in _needle(c.text):
+            limits.append(int(bound.group(1) or bound.group(2)))
+    if not limits:
+        return []
+    limit = min(limits)
+    summary = _CITATION.sub(" ", summary)  # "(#46)" is no 46
+    findings = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") != "tool":
+            continue
+        for hit in _NAME_NUMBER.finditer(content_text(m)[:20_000]):
+            name, number = hit.group(1), int(hit.group(2))
+            if limit < number <= 3 * limit and not (name in summary and _has_number(summary, str(number))):
+                findings.append(
+                    DriftFinding(
+                        "identifier_missing",
+                        "low",
+                        {"original": f"{name} {number}", "summary": ""},
+                        index,
+                        "limit_breach_missing",
+                    )
+                )
+    unique = {f.evidence["original"]: f for f in findings}  # the latest count of each name
+    return list({f.evidence["original"].split()[0]: f for f in unique.values()}.values())
 
 
 def _fabricated(ident: str, code: str, severity: str = "medium") -> DriftFinding:
@@ -2179,6 +2242,7 @@ def check_drift(
     findings += _check_tool_errors(original_messages, summary_text)
     findings += _check_attribution(original_messages, checked)
     findings += _check_placement(original_messages, prose_text)
+    findings += _check_breaches(original_messages, constraints, summary_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings

@@ -141,6 +141,9 @@ DETAILS = {
         "the summary claims as done what no tool result or message shows"
     ),
     "a request the user made is not in the summary": gettext_lazy("a request the user made is not in the summary"),
+    "what a tool showed over the user's limit is not in the summary": gettext_lazy(
+        "what a tool showed over the user's limit is not in the summary"
+    ),
 }
 
 

@@ -772,3 +772,21 @@ class TestRequestsMidRun:
     def test_a_request_kept_in_either_language_is_quiet(self) -> None:
         summary = "- NO6JO3 departs May 17 on HAT136.\n- 用户要求给该预订加一件托运行李。\n- Set the log level to INFO."
         assert check_drift(self.MESSAGES, summary) == []
+
+
+def test_what_a_tool_showed_over_a_limit_and_the_files_written_are_noted() -> None:
+    messages = [
+        user("每个函数不超过 40 行。"),
+        call("c1", "write_file", {"path": "config/logging.yaml", "content": "level: INFO"}),
+        result("c1", "ok"),
+        call("c2", "terminal", {"cmd": "python scripts/func_lengths.py billing/tax.py"}),
+        result("c2", "calc_tax 46\nround_cents 12\napply_discount 33"),
+    ]
+    found = check_drift(messages, "- 每个函数不超过 40 行。\n- 日志级别已改成 INFO。")
+    noted = {(f.code, f.evidence["original"], f.severity) for f in found if f.kind == "identifier_missing"}
+    assert noted == {
+        ("limit_breach_missing", "calc_tax 46", "low"),
+        ("assistant_identifier_missing", "config/logging.yaml", "low"),
+    }
+    kept = "- 每个函数不超过 40 行；calc_tax 还有 46 行，要再拆。\n- config/logging.yaml 的日志级别已改成 INFO。"
+    assert [f for f in check_drift(messages, kept) if f.kind == "identifier_missing"] == []
