@@ -13,7 +13,28 @@ Findings:
   reported (low), is nowhere in the summary;
 - ``identifier_fabricated`` (medium/low): an identifier in the summary that appears nowhere in the originals;
   a number with its unit that no message holds (medium in a restated limit, else low: it may be derived);
-- ``hedge_lost`` (medium): "suspected missing dependency" became "missing dependency".
+- ``hedge_lost`` (medium): "suspected missing dependency" became "missing dependency";
+- ``progress_fabricated`` (high/medium/low): a claim that something was done ("the migration has been
+  executed", "tests passed, exit code 0", "已部署", "each function is now ≤ 40 lines") that the archive
+  contradicts (high: "迁移没有执行", the last test run failed), or that nothing shows (low; medium for
+  tests that never ran);
+- ``wrong_attribution`` (medium): a statement put in the wrong mouth ("the user suspects ..." when the
+  assistant did; "the user has added a test"; "the user requested approval"), or an error placed where it
+  did not happen ("KeyError in ``fmt_money``").
+
+Standing instructions count as constraints: a command to run keeps its command ("run
+``pytest tests/export -q`` after every change"), a limit its number ("≤ 40 lines", "最多重试三次"); rules
+the agent restates inside the segment ("Understood: staging only, ...") and requests made mid-run must be
+kept too. Errors that appear only in tool output, files the agent wrote, short ids (``D-0``,
+``sofia_kim_7287``) and what a tool showed over a user's limit are identifiers (low when missing). The
+agent harness's own rules quoted in a user turn ("Every response MUST include a tool call") are not the
+user's constraints.
+
+Across languages (a Chinese constraint restated in English, or the reverse), statements are compared
+through :func:`bridge_terms`: a small bilingual lexicon of actions and objects (deploy/部署, modify/修改,
+migration/迁移, test/测试 ...), identifiers and numbers (三次 = 3). A prohibition turned into a plan for
+later ("update the deploy script when ready", "稍后修改") is an inversion; one that names what it waits
+for ("commit after the review") keeps it.
 
 Matching is by key terms (words, crudely stemmed, and CJK characters and bigrams) after
 mapping common synonyms to one word ("touch"/"edit" -> modify, "清理"/"删掉" -> 删除,
