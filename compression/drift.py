@@ -449,7 +449,7 @@ _VERBS = _VERB_WORDS | {ch for word in _VERB_WORDS if _CJK_WORD.fullmatch(word) 
 #: the same, as lexicon concepts (see :func:`bridge_terms`)
 _VERB_CONCEPTS = frozenset(
     ["modify", "delet", "deploy", "run", "add", "restart", "rollback", "replac", "disabl", "creat", "send", "book"]
-    + ["promis", "migrat", "commit", "refund", "cancel", "upgrad", "upgrade", "split", "renam", "merg", "chang"]
+    + ["promis", "migrat", "commit", "refund", "cancel", "upgrad", "split", "renam", "merg", "chang"]
 )
 # (not inside numbers: "1,284", "12:40")
 _CLAUSE = re.compile(r"[，;；：]|(?<!\d)[,:]|[,:](?!\d)|\s+-\s+|\binstead\b|\bbut\b|但是|而是|然后")
@@ -611,7 +611,6 @@ _LEXICON = (
     ("email", "email", "邮件|邮箱"),
     ("phone", "phone", "电话|手机"),
     ("user", "user", "用户"),
-    ("upgrade", "upgrad", "升级"),
     ("backup", "backup", "备份"),
     ("monitor", "monitor", "监控"),
     ("alert", "alert", "告警|报警"),
@@ -1199,7 +1198,9 @@ def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summa
         return None
     if pinned and c.text in pinned:
         return None
-    return _finding("constraint_dropped", c, "", "not_restated")
+    # "先别下结论", "don't worry": no action and nothing named, a note
+    vague = not (c.anchors or (_needle(c.text) & _VERB_CONCEPTS) or c.verbs)
+    return _finding("constraint_dropped", c, "", "not_restated", "low" if vague else "high")
 
 
 def _command_kept(command: str, text: str) -> bool:
@@ -1403,6 +1404,9 @@ _NO_RULES = re.compile(
 )
 
 
+_ALLOWED = re.compile(r"\b(?:allow(?:s|ed)?|permitted)\s+to\b|允许|准许", re.I)
+
+
 def _rule_sentences(prose: str) -> set[str]:
     """The sentences under a constraints heading ("## Constraints and preferences"): rules by where they stand."""
     out: set[str] = set()
@@ -1433,7 +1437,8 @@ def _check_fabricated(
             s.text in rules and _is_prohibitive(s.text) and not _NO_RULES.search(s.text)
         )
         claims_constraint = (_is_constraint(s.text) or _CLAIM_EXTRA.search(s.text)) and attributed
-        claims_approval = _is_approval(s.text) and _ATTRIBUTION.search(s.text) and not is_negated(s.text)
+        granted = _is_approval(s.text) or bool(_ALLOWED.search(s.text))
+        claims_approval = granted and (_ATTRIBUTION.search(s.text) or s.text in rules) and not is_negated(s.text)
         if not (claims_constraint or claims_approval) or len(s.terms) < 2:
             continue
         if any(_overlap(s.terms, g.terms) >= MATCH or _overlap(g.terms, s.terms) >= MATCH for g in given):
@@ -1940,7 +1945,7 @@ _CLAIM_EN = re.compile(
     rf"|\b(?:successfully|already)\s+(?P<b>{_CLAIM_VERB})\b"
     rf"|\b(?:i|we|agent|assistant)\s+{_ADVERBS}(?P<c>{_CLAIM_VERB})\b"
     # "Migration executed on staging.", "Done: NO6JO3 now departs ..."
-    rf"|^\W*(?:the\s+)?(?:[\w./`'()-]+\s+){{0,4}}?(?P<d>{_CLAIM_VERB_ED})\b(?!\s+(?:by|to|the|a|an|it|that|this)\b)"
+    rf"|^\W*(?:the\s+)?(?:[\w./`'()-]+\s+){{0,4}}?(?P<d>{_CLAIM_VERB_ED})\b(?!\s+(?:by|the|a|an|it|that|this)\b)"
     r"|^\W*(?P<e>done|completed|fixed)\b",
     re.I,
 )
@@ -2046,6 +2051,7 @@ def _latest_tests(messages: Sequence[dict[str, Any]]) -> tuple[bool | None, int 
     return result
 
 
+_DRY_RUN = re.compile(r"--dry-run|\bdiff\b|\bplan\b|--check\b|--what-if\b|--noop\b|\bdescribe\b|\bget\s+pods\b", re.I)
 _WRITE_TOOL = re.compile(r"write|edit|patch|apply|create|replace|sed\s+-i|update|modify|rename|git\s+mv|mv\s", re.I)
 #: concepts a write tool call supports when it names the object
 _BY_WRITING = frozenset({"modify", "fix", "split", "renam", "add", "creat", "delet", "replac", "complet"})
@@ -2082,12 +2088,22 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
         for sentence in split_sentences(windowed(text, 6_000, 4_000)):
             for clause in _clauses(sentence):
                 cross = _cross(claim, clause)
-                objects = bridge if cross else own
                 hay = set(_hay(clause)) | (set() if cross else key_terms(clause))
+                # across languages: the concepts, and the words both write alike ("helm", "redis")
+                objects = bridge | (own & hay) if cross else own
                 share = _overlap(objects, hay)
                 words = objects - ids
                 # "迁移没有执行" says the migration was not run, without its id
-                if words and _NOT_DONE.search(clause) and concept in hay and _overlap(words, hay) >= MATCH:
+                # (a clause naming other identifiers is about something else: "the return HAT211 is unchanged")
+                other_ids = _terms(clause)[1]
+                about_other = bool(other_ids) and bool(ids) and not other_ids & ids
+                if (
+                    words
+                    and _NOT_DONE.search(clause)
+                    and concept in hay
+                    and _overlap(words, hay) >= 0.3
+                    and not about_other
+                ):
                     if not _QUESTION.search(clause):
                         events.append(_Event(index, sentence, False))
                     continue
@@ -2107,6 +2123,8 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
         if not objects or _overlap(objects, hay) < (1.0 if len(objects) == 1 else MATCH):
             continue
         failed = bool(result) and bool(_FAILED_RESULT.search(result[:2_000])) and not _EXIT_ZERO_CLAIM.search(result)
+        if _DRY_RUN.search(call):  # "helm diff upgrade", "--dry-run": looked at, not done
+            continue
         if concept in hay or (concept in _BY_WRITING and _WRITE_TOOL.search(call)):
             events.append(_Event(index, call[:200], not failed))
         elif failed:  # the call on it failed, whatever it was called

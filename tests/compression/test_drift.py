@@ -790,3 +790,37 @@ def test_what_a_tool_showed_over_a_limit_and_the_files_written_are_noted() -> No
     }
     kept = "- 每个函数不超过 40 行；calc_tax 还有 46 行，要再拆。\n- config/logging.yaml 的日志级别已改成 INFO。"
     assert [f for f in check_drift(messages, kept) if f.kind == "identifier_missing"] == []
+
+
+class TestProgressAcrossLanguagesAndDryRuns:
+    MESSAGES = [
+        user("先准备一下 helm 升级到 3.2.0 的 diff。"),
+        call("c1", "terminal", {"cmd": "helm -n staging diff upgrade order-service charts/order-service"}),
+        result("c1", "+ image: order-service:3.2.0"),
+        assistant("diff 已准备好。迁移还没执行，helm 也没升级。"),
+    ]
+
+    def test_a_diff_is_no_upgrade_and_a_chinese_denial_contradicts_an_english_claim(self) -> None:
+        found = check_drift(self.MESSAGES, "- Helm upgraded to 3.2.0.")
+        assert [(f.code, f.source_index) for f in found] == [("progress_contradicted", 3)]
+        assert serious(check_drift(self.MESSAGES, "- The helm diff for 3.2.0 is ready; helm not upgraded yet.")) == []
+
+    def test_a_denial_about_another_identifier_does_not_contradict(self) -> None:
+        messages = [
+            user("Change NO6JO3 to May 17."),
+            call("c1", "update_reservation_flights", {"reservation_id": "NO6JO3", "flight": "HAT136"}),
+            result("c1", '{"reservation_id": "NO6JO3", "status": "ok"}'),
+            assistant("Done: NO6JO3 now departs May 17 on HAT136; the return HAT211 on May 22 is unchanged."),
+        ]
+        assert serious(check_drift(messages, "- Reservation NO6JO3 was changed to May 17 on HAT136.")) == []
+
+
+def test_a_vague_prohibition_dropped_is_a_note() -> None:
+    found = check_drift([user("嗯，先别下结论。billing/rates_cache.py 不要动。")], "- billing/rates_cache.py 不要动。")
+    assert [(f.kind, f.severity) for f in found] == [("constraint_dropped", "low")]
+
+
+def test_an_allowance_nobody_gave_under_the_constraints_heading() -> None:
+    messages = [user("把 round_cents 改回 ROUND_HALF_UP。")]
+    found = check_drift(messages, "## Constraints and preferences\n- 允许在 billing/tax.py 中使用 ROUND_HALF_UP。")
+    assert "constraint_fabricated" in kinds(found)
