@@ -1510,6 +1510,17 @@ def _is_in(ident: str, text: str) -> bool:
     return ident in text
 
 
+def _rooted(path: str, corpus: str) -> bool:
+    """A known relative path under a known directory: "/srv/app/billing/tax.py" for "billing/tax.py" in /srv/app."""
+    parts = path.split("/")
+    for cut in range(1, len(parts) - 1):
+        root, rest = "/".join(parts[:cut]), "/".join(parts[cut:])
+        # the root named as a directory of its own ("working in /srv/app"), not as a prefix ("/v1/health")
+        if root and "/" in rest and rest in corpus and re.search(re.escape(root) + r"(?![\w/-])", corpus):
+            return True
+    return False
+
+
 def _check_identifiers(
     messages: Sequence[dict[str, Any]], constraints: list[_Statement], summary: str, corpus: str
 ) -> list[DriftFinding]:
@@ -1542,7 +1553,7 @@ def _check_identifiers(
     findings = list(unique.values())
     prose, _ = _split_summary(summary)
     for ident in sorted(_identifiers(prose) - {q.group(0) for q in _QUANTITY.finditer(prose)}):
-        if not _is_in(ident, corpus):
+        if not _is_in(ident, corpus) and not _rooted(ident, corpus):
             findings.append(_fabricated(ident, "identifier_unsourced"))
     # a number with its unit that no message holds: serious in a restated limit ("每晚不超过 1000 元");
     # elsewhere it may be derived (a sum, a conversion), so only noted

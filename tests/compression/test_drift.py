@@ -824,3 +824,15 @@ def test_an_allowance_nobody_gave_under_the_constraints_heading() -> None:
     messages = [user("把 round_cents 改回 ROUND_HALF_UP。")]
     found = check_drift(messages, "## Constraints and preferences\n- 允许在 billing/tax.py 中使用 ROUND_HALF_UP。")
     assert "constraint_fabricated" in kinds(found)
+
+
+def test_a_known_path_under_the_working_directory_is_no_invention() -> None:
+    messages = [
+        user("You are working in /srv/app. Fix billing/tax.py."),
+        assistant("GET /v1/health returned 200; the migration is migrations/0042_add_index.sql."),
+    ]
+    assert check_drift(messages, "- Fixed /srv/app/billing/tax.py.") == [] or all(
+        f.kind != "identifier_fabricated" for f in check_drift(messages, "- Fixed /srv/app/billing/tax.py.")
+    )
+    invented = check_drift(messages, "- The migration file is /v1/migrations/0042_add_index.sql.")
+    assert "identifier_fabricated" in kinds(invented)
