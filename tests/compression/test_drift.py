@@ -831,8 +831,6 @@ def test_a_known_path_under_the_working_directory_is_no_invention() -> None:
         user("You are working in /srv/app. Fix billing/tax.py."),
         assistant("GET /v1/health returned 200; the migration is migrations/0042_add_index.sql."),
     ]
-    assert check_drift(messages, "- Fixed /srv/app/billing/tax.py.") == [] or all(
-        f.kind != "identifier_fabricated" for f in check_drift(messages, "- Fixed /srv/app/billing/tax.py.")
-    )
+    assert "identifier_fabricated" not in kinds(check_drift(messages, "- Fixed /srv/app/billing/tax.py."))
     invented = check_drift(messages, "- The migration file is /v1/migrations/0042_add_index.sql.")
     assert "identifier_fabricated" in kinds(invented)
