@@ -678,6 +678,8 @@ def bridge_terms(text: str) -> set[str]:
     for t in anchors:
         if t.endswith((".sh", ".bash", ".ps1")):
             out.add("script")
+        if re.fullmatch(r"\d{3,}_[a-z][a-z0-9_]*", t):  # 0042_add_index, 0057_split_orders: a migration
+            out.add("migrat")
     if _CJK.search(text):
         normalized = _normalize(text)
         out |= {concept for pattern, concept in _BRIDGE_ZH if pattern.search(normalized)}
@@ -1242,14 +1244,20 @@ def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> Drif
     # the ask, without its reasons ("顺便把日志级别改成 INFO | 现在 DEBUG 日志太多了")
     ask = _clauses(r.text)[0] if len(_clauses(r.text)) > 1 and len(_content_words(_clauses(r.text)[0])) >= 2 else r.text
     needle = _needle(ask)
-    terms = key_terms(ask)
+    terms, ids = _terms(ask)
+    if ids and any(ids & s.terms for s in prose):  # it names what it is about: "工单 OPS-2291 已创建"
+        return None
     for s in prose:
         if _cross(r.text, s.text):
             if _x_about(needle, s):
                 return None
         elif _overlap(terms - _VERBS, s.terms) >= MATCH:
             return None
-    return _finding("constraint_dropped", r, "", "request_dropped", "medium")
+    # a question to look something up ("check which architecture the runner uses") is answered, not kept: a note
+    lookup = re.match(
+        r"\W*(?:can\s+you\s+|please\s+)?(?:check|look|find|see)\b|\W*(?:查一下|看一下|查查|看看)", ask, re.I
+    )
+    return _finding("constraint_dropped", r, "", "request_dropped", "low" if lookup else "medium")
 
 
 def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
@@ -1381,6 +1389,8 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     about = [s for s in prose if _overlap(a.terms, s.terms) >= MATCH or _overlap(own, s.terms) >= INVERT_MATCH]
     needle = _needle(a.text)
     other = [s for s in prose if _cross(a.text, s.text) and _x_about(needle, s)]
+    # the same language, by concept too: "run a migration on staging" is about "approve running 0042_add_index"
+    other += [s for s in prose if not _cross(a.text, s.text) and len(needle) >= 3 and _x_about(needle, s)]
     if a.text not in summary and not _PENDING.search(a.text):
         for s in about:
             # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
