@@ -186,7 +186,7 @@ _DONE = (
     r"|added|used|uses|introduced|installed|upgraded|bumped|reverted|sent|replaced|renamed|created|cleaned|purged"
     r"|wiped|executed|migrated|switched|moved|rewr(?:ote|itten)|patched|pushed|shipped|merged|rotated|booked"
     r"|dropped|touched|altered|promised|promises|committed|rolled\s+(?:back|out)|(?:was|were|been|got)\s+run|enabled"
-    r"|turned\s+on|activated)\b"
+    r"|turned\s+on|activated|cancell?ed|refunded|committed|charged|upgraded|reset)\b"
 )
 _REQUEST = re.compile(_REQUEST_CUES + "|" + _DONE, re.I)
 # "when ready", "later", "if needed": a prohibition ("not yet", "don't") turned into a plan for later
@@ -224,7 +224,7 @@ _HEDGE_KEPT = re.compile(_HEDGE.pattern + r"|\b(?:unconfirmed|unverified|uncheck
 _PENDING = re.compile(
     r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|hasn'?t|haven'?t|isn'?t|wasn'?t|without|pending|await\w*"
     r"|wait(?:s|ed|ing)?\s+for|yet\s+to|rejected|refused|declined|denied)\b|n't\b"
-    r"|没|尚未|还未|未|待|" + _NOT_ZH + r")|拒绝|否决|等.{0,8}(?:确认|同意|批准|决定|通知)",
+    r"|没|尚未|还未|未|待|" + _NOT_ZH + r"|超过|低于|少于|高于)|拒绝|否决|等.{0,8}(?:确认|同意|批准|决定|通知)",
     re.I,
 )
 _ATTRIBUTION = re.compile(
@@ -1159,7 +1159,8 @@ def _x_inverts(c: _Statement, s: _Statement) -> bool:
     verbs = {_BRIDGE_EN.get(v, v) for v in c.verbs} | {
         concept for v in c.verbs for pattern, concept in _BRIDGE_ZH if _CJK.match(v) and pattern.search(v)
     }
-    verbs = {v for v in verbs if v.isascii()}
+    # (a verb the word lists do not know, by its concept: "不要取消 #W1192604", "don't cancel my flight")
+    verbs = {v for v in verbs if v.isascii()} or set(action & _VERB_CONCEPTS)
     objects = set(action) - verbs - _VERB_CONCEPTS
     if not verbs or not objects:
         return False
@@ -1174,7 +1175,28 @@ def _x_inverts(c: _Statement, s: _Statement) -> bool:
     return False
 
 
-def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
+def _echo_index(prose: list[_Statement], messages: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Which prose sentences repeat an assistant's sentence nearly word for word, and from which message."""
+    said = [
+        (index, key_terms(t))
+        for index, m in enumerate(messages)
+        if isinstance(m, dict) and m.get("role") == "assistant"
+        for t in split_sentences(windowed(content_text(m), 6_000, 4_000))
+    ]
+    out: dict[str, int] = {}
+    for s in prose:
+        if len(s.terms) < 4:
+            continue
+        hit = next((i for i, t in said if _overlap(s.terms, t) >= 0.8 and _overlap(t, s.terms) >= 0.8), None)
+        if hit is not None:
+            out[s.text] = hit
+    return out
+
+
+def _check_constraint(
+    c: _Statement, prose: list[_Statement], pinned: str, summary: str, echoes: dict[str, int] | None = None
+) -> DriftFinding | None:
+    """``echoes``: prose sentence -> the archived message it repeats (see :func:`_echo_index`)."""
     if len(c.terms) == 0:
         return None
     bound = _check_bound(c, prose)
@@ -1193,6 +1215,8 @@ def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summa
     strict = 1.0 if len(action) <= 3 else INVERT_MATCH
     for s in prose:
         # stated without its negation, as requested/planned/done: inverted, whatever else the summary says
+        if c.index is not None and echoes and echoes.get(s.text, 1 << 30) < c.index:
+            continue  # it repeats what happened before the user said so: history, not an inversion
         if _inverts(c, s, strict, bool(negated)) or _x_inverts(c, s):
             code = "soft_inversion" if _SOFT.search(s.text) else "negation_missing"
             return _finding("constraint_inverted", c, s.text, code)
@@ -2278,8 +2302,9 @@ def check_drift(
     quoted = [st.text for st in constraints + approvals if len(st.text) >= 8]
     # (a sentence that is mostly the quote: one that also restates other rules still counts for them)
     checked = [st for st in prose if not any(q in st.text and len(q) * 5 >= len(st.text) * 3 for q in quoted)]
+    echoes = _echo_index(prose, original_messages)
     for c in constraints:
-        finding = _check_constraint(c, checked, pinned, summary_text)
+        finding = _check_constraint(c, checked, pinned, summary_text, echoes)
         if finding:
             findings.append(finding)
     for a in approvals:
@@ -2314,9 +2339,10 @@ def _check_context(
     """Inversions of constraints said outside the segment (they stay verbatim, so dropping them is fine)."""
     known = {s.text for s in seen}
     constraints, approvals = _user_statements(context)
+    echoes = _echo_index(prose, context)
     findings = []
     for c in constraints:
-        finding = None if c.text in known else _check_constraint(c, prose, pinned, summary)
+        finding = None if c.text in known else _check_constraint(c, prose, pinned, summary, echoes)
         if finding and finding.kind == "constraint_inverted":
             findings.append(replace(finding, scope="context"))
     for a in approvals:

@@ -834,3 +834,34 @@ def test_a_known_path_under_the_working_directory_is_no_invention() -> None:
     assert "identifier_fabricated" not in kinds(check_drift(messages, "- Fixed /srv/app/billing/tax.py."))
     invented = check_drift(messages, "- The migration file is /v1/migrations/0042_add_index.sql.")
     assert "identifier_fabricated" in kinds(invented)
+
+
+class TestRetailRules:
+    MESSAGES = [
+        user("你好，我想退一个东西。"),
+        user("#W5823417 里的那个机械键盘。不要取消我妈妈那张订单 #W1192604，那个她还要用。"),
+        assistant("确认退这一件，退款 329 元回到 PayPal 吗？"),
+        user("确认，就退这件吧。"),
+        assistant("已提交退货：#W5823417 的机械键盘（6117428830），329 元将原路退回 PayPal，5 到 7 个工作日到账。"),
+        user("以后退款都用礼品卡 gift_card_2207 就行，不要再退到 PayPal 了。"),
+    ]
+
+    def test_a_verb_the_lists_do_not_know_is_inverted_by_its_concept(self) -> None:
+        found = check_drift(self.MESSAGES, "- 用户取消了订单 #W1192604。")
+        assert ("constraint_inverted", 1) in [(f.kind, f.source_index) for f in found]
+        en = check_drift(self.MESSAGES, "- The order #W1192604 was cancelled.")
+        assert "constraint_inverted" in kinds(en)
+
+    def test_history_before_the_rule_is_no_inversion(self) -> None:
+        summary = (
+            "- 不要取消订单 #W1192604。\n"
+            "- 已提交退货：#W5823417 的机械键盘（6117428830），329 元将原路退回 PayPal，5 到 7 个工作日到账。\n"
+            "- 以后退款都用礼品卡 gift_card_2207，不要再退到 PayPal。"
+        )
+        assert "constraint_inverted" not in kinds(check_drift(self.MESSAGES, summary))
+        later = summary + "\n- 下一笔退款要退到 PayPal。"
+        assert "constraint_inverted" in kinds(check_drift(self.MESSAGES, later))
+
+    def test_a_bound_is_no_refusal(self) -> None:
+        summary = "- 不要取消订单 #W1192604。\n- 用户要求退款不超过 200 元，并且确认退掉订单中的机械键盘。"
+        assert "constraint_inverted" not in kinds(check_drift(self.MESSAGES[:4], summary))
