@@ -1735,6 +1735,34 @@ _FIRST_PERSON_DID = re.compile(
 )
 
 
+_LONG_NUMBER = re.compile(r"(?<![\w.])#?[A-Z]?\d{5,}(?![\w.])")
+
+
+def _swapped_ids(line: str, texts: list[tuple[int, str]]) -> tuple[int, str] | None:
+    """An error line whose words are an archived error's but whose identifiers are not: "Error: item
+    6117428830 not found in order #W5823417" when the item not found was 8823019934. (index, original)."""
+    if not re.search(r"error|错误|not\s+found|failed", line, re.I):
+        return None
+    line = re.sub(r"\([^)]*\)|（[^）]*）", " ", line)  # "(line 14)": a note, not the error
+    ids = set(_LONG_NUMBER.findall(line)) | set(_STRONG_ID.findall(line))
+    words = key_terms(_LONG_NUMBER.sub(" ", line)) - {i.lower() for i in ids}
+    if not ids or len(words) < 3:
+        return None
+    best: tuple[int, str] | None = None
+    for index, text in texts:
+        if not has_error_hint(text):
+            continue
+        for raw in text.splitlines():
+            if not re.search(r"error|not\s+found|failed", raw, re.I):
+                continue
+            if _overlap(words, key_terms(_LONG_NUMBER.sub(" ", raw))) < INVERT_MATCH:
+                continue
+            if all(i in raw for i in ids):
+                return None  # the same error, with its own identifiers
+            best = best or (index, raw.strip()[:200])
+    return best
+
+
 def _near(text: str, a: str, b: str, span: int = 2) -> bool:
     """Whether ``a`` and ``b`` are within ``span`` lines of each other in ``text``."""
     lines = text.splitlines()
@@ -1791,6 +1819,17 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
         ):
             findings.append(
                 DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
+            )
+        swapped = _swapped_ids(line, texts)
+        if swapped is not None:
+            findings.append(
+                DriftFinding(
+                    "wrong_attribution",
+                    "medium",
+                    {"original": swapped[1], "summary": line},
+                    swapped[0],
+                    "error_misplaced",
+                )
             )
         did = _USER_DID.search(line)
         if did:

@@ -865,3 +865,15 @@ class TestRetailRules:
     def test_a_bound_is_no_refusal(self) -> None:
         summary = "- 不要取消订单 #W1192604。\n- 用户要求退款不超过 200 元，并且确认退掉订单中的机械键盘。"
         assert "constraint_inverted" not in kinds(check_drift(self.MESSAGES[:4], summary))
+
+
+def test_an_error_with_swapped_identifiers_is_misplaced() -> None:
+    messages = [
+        call("c1", "return_delivered_order_items", {"order_id": "#W5823417", "item_ids": ["8823019934"]}),
+        result("c1", "Error: item 8823019934 not found in order #W5823417"),
+        assistant("The right item is 6117428830; return submitted."),
+    ]
+    wrong = check_drift(messages, "- Error: item 6117428830 not found in order #W5823417 (line 14)")
+    assert [(f.kind, f.code, f.source_index) for f in wrong] == [("wrong_attribution", "error_misplaced", 1)]
+    right = check_drift(messages, "- Error: item 8823019934 not found in order #W5823417; returned 6117428830.")
+    assert "wrong_attribution" not in kinds(right)
