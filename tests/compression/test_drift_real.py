@@ -24,8 +24,14 @@ TARGET_RECALL = 0.80
 #: at most this many faithful summaries with a false alarm, per 20
 TARGET_ALARMS_PER_20 = 1.0
 #: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
-#: ceiling (alarms per 20); a measure not listed must meet its target
-FLOORS: dict[tuple[str, str], float] = {}
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-02 over 21
+#: labelled answers (15 dev, 6 held-out): dev zh 14/19 = 0.74; held-out en 17/25 = 0.68, zh 5/14 = 0.36
+#: (targets not met). The floors sit a little below, as the labelled set is still growing.
+FLOORS: dict[tuple[str, str], float] = {
+    ("dev", "recall_zh"): 0.70,
+    ("heldout", "recall_en"): 0.60,
+    ("heldout", "recall_zh"): 0.30,
+}
 
 pytestmark = pytest.mark.skipif(
     not LABELS.exists() or not (RUNS / "inputs").is_dir(),
