@@ -28,6 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## messages: refresh and compile the Chinese translations (needs gettext)
 messages: $(STAMP)

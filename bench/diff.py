@@ -89,9 +89,9 @@ SCENARIOS = {
 
 
 def compress(size: int, window: int, scenario: str = "archived") -> Any:
-    from console import runs
     from console.celery import tasks_inline
-    from console.services import ImportedSession, create_session
+    from console.services import runs
+    from console.services.sessions import ImportedSession, create_session
 
     consolidated, extra = SCENARIOS[scenario]
     config: dict[str, Any] = {"context_window_tokens": window}
@@ -123,7 +123,7 @@ def main() -> None:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from console import diff
+    from console.diff import history
     from console.models import Archive
 
     user = User.objects.filter(username="bench-admin").first() or User.objects.create_superuser(
@@ -145,7 +145,7 @@ def main() -> None:
         archive = Archive.objects.filter(run=run).first()
         t0 = time.perf_counter()
         for _ in range(args.repeat):
-            rows = diff.align(
+            rows = history.align(
                 run.input_keys,
                 run.output_keys,
                 archive_range=(archive.start, archive.end) if archive else None,
@@ -153,8 +153,8 @@ def main() -> None:
                 repair=run.repair,
             )
         align_ms = (time.perf_counter() - t0) * 1000 / args.repeat
-        same = max((b for b in diff.group_rows(rows) if b.kind == "same"), key=lambda b: b.size, default=None)
-        kinds = {k: c for k, c in diff.count_kinds(rows).items() if c}
+        same = max((b for b in history.group_rows(rows) if b.kind == "same"), key=lambda b: b.size, default=None)
+        kinds = {k: c for k, c in history.count_kinds(rows).items() if c}
         print(
             f"{scenario:>12} {size:>5} msgs: run {run.pk} {run.status} in {made:.1f}s, {len(run.input_keys)} -> "
             f"{len(run.output_keys)} messages, {run.tokens_before} -> {run.tokens_after} tokens; "

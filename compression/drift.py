@@ -1432,7 +1432,7 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
 
 
 _NO_RULES = re.compile(
-    r"\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?(?:constraints?|preferences?|rules?)\b"
+    r"\bpinned\s+facts\b|\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?(?:constraints?|preferences?|rules?)\b"
     r"|没有(?:特别的|具体的|明确的|其他)?(?:约束|限制|要求)",
     re.I,
 )
@@ -1471,6 +1471,8 @@ def _check_fabricated(
             s.text in rules and _is_prohibitive(s.text) and not _NO_RULES.search(s.text)
         )
         claims_constraint = (_is_constraint(s.text) or _CLAIM_EXTRA.search(s.text)) and attributed
+        if _NO_RULES.search(s.text):  # "约束与批准见 Pinned facts": a pointer, no rule
+            continue
         granted = _is_approval(s.text) or bool(_ALLOWED.search(s.text))
         claims_approval = granted and (_ATTRIBUTION.search(s.text) or s.text in rules) and not is_negated(s.text)
         if not (claims_constraint or claims_approval) or len(s.terms) < 2:

@@ -35,12 +35,12 @@ from .facts import (
 )
 from .messages import call_arguments, call_name, content_text, one_line
 from .secrets import mask_secrets
-from .summary_body import FOCUS, finalize_summary, parse_sections, render_sections
+from .summary_body import FOCUS, finalize_summary, parse_sections, render_sections, session_language
 from .summary_message import is_summary_message
 from .tokens import count_text_tokens
 from .types import Fact, SummaryOutcome, SummaryRequest
 
-EXTRACTIVE_VERSION = "extractive-2026-12-01.1"
+EXTRACTIVE_VERSION = "extractive-2026-12-02.1"
 
 #: a user turn up to this many characters is kept verbatim; a longer one as head … tail
 USER_TURN_CHARS = 600
@@ -114,6 +114,35 @@ class _Scan:
     files: dict[str, list[str]] = field(default_factory=dict)
     tool_results: list[tuple[int, str, str, dict[str, Any]]] = field(default_factory=list)  # index, tool, args
     focus: list[tuple[int, int, str]] = field(default_factory=list)  # score, index, sentence
+
+
+#: the words the extractive summary writes around what it quotes, in the session's language
+_WORDS: dict[str, dict[str, str]] = {
+    "en": {
+        "finding": "Finding",
+        "identifiers": "Identifiers",
+        "resolved": "resolved later (#{n})",
+        "unresolved": "not resolved in this segment",
+        "see_pinned": "User constraints and approvals: see Pinned facts (verbatim, negations kept).",
+        "preference": "Preference",
+        "last_state": "Last assistant state",
+        "next": "Next",
+        "user": "User request",
+        "lines": "({n} lines)",
+    },
+    "zh": {
+        "finding": "发现",
+        "identifiers": "标识符",
+        "resolved": "已解决 (#{n})",
+        "unresolved": "未解决",
+        "see_pinned": "约束与批准见 Pinned facts（原文，含否定）。",
+        "preference": "偏好",
+        "last_state": "最后状态",
+        "next": "下一步",
+        "user": "用户",
+        "lines": "({n} 行)",
+    },
+}
 
 
 def _user_turn(text: str) -> str:
@@ -241,6 +270,8 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
     first_error = min(error_indexes) if error_indexes else 1 << 62
     scan = _scan(request, focus_terms, first_error)
     pinned = {f.text for f in facts}
+    language = _request_language(request)
+    w = _WORDS[language]
     focus_text = (request.focus_topic or "").strip()
     new: dict[str, list[str]] = {}
 
@@ -253,7 +284,7 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
         new[FOCUS] = [f"- (#{i}) {_short(st)}" for st, (_, i) in sorted(top, key=lambda kv: kv[1][1])]
 
     new["## Decisions"] = [
-        f"- Finding (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.reasons, 6) if st not in pinned
+        f"- {w['finding']} (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.reasons, 6) if st not in pinned
     ]
 
     # edited files first, then read, then the rest; the most recent within each (listings never evict edits)
@@ -262,7 +293,7 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
     files = [f"- {path}: {', '.join(scan.files[path][-4:])}" for path in sorted(ranked, key=order.__getitem__)]
     identifiers = [f.text for f in _facts_of(facts, "identifier")]
     if identifiers:
-        files.append("- Identifiers: " + ", ".join(identifiers[-16:]))
+        files.append(f"- {w['identifiers']}: " + ", ".join(identifiers[-16:]))
     new["## Files and identifiers"] = files
 
     errors = []
@@ -270,30 +301,32 @@ def build_sections(request: SummaryRequest) -> dict[str, list[str]]:
         if fact.source_index is None or fact.role == "summary":
             continue  # carried errors come back through the previous summary's own lines
         later = [i for i in scan.resolved_at if i > fact.source_index]
-        status = f"resolved later (#{later[0]})" if later else "not resolved in this segment"
+        status = w["resolved"].format(n=later[0]) if later else w["unresolved"]
         errors.append(f"- (#{fact.source_index}) {status}: {_short(fact.text, 90)}")
     new["## Errors"] = errors
 
     constraints = []
     if any(f.kind in ("constraint", "approval") for f in facts):
-        constraints.append("- User constraints and approvals: see Pinned facts (verbatim, negations kept).")
-    constraints += [f"- Preference (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.preferences, 4)]
+        constraints.append("- " + w["see_pinned"])
+    constraints += [f"- {w['preference']} (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.preferences, 4)]
     new["## Constraints and preferences"] = constraints
 
-    progress = _user_lines(scan.user_turns, pinned)
+    progress = _user_lines(scan.user_turns, pinned, w["user"])
     if scan.last_assistant:
         i, t = scan.last_assistant
-        progress.append(f"- Last assistant state (#{i}): {t}")
+        progress.append(f"- {w['last_state']} (#{i}): {t}")
     last = scan.last_assistant[1] if scan.last_assistant else ""
-    progress += [f"- Next (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.next_steps, 2) if _short(st) != last]
+    progress += [
+        f"- {w['next']} (#{i}): {_short(st)}" for i, st in _latest_distinct(scan.next_steps, 2) if _short(st) != last
+    ]
     new["## Progress and next steps"] = progress
 
-    new["## Key tool results"] = _key_tool_results(scan, facts)[-6:]
+    new["## Key tool results"] = _key_tool_results(scan, facts, w["lines"])[-6:]
 
     return _merge_previous(request.previous_summary, new)
 
 
-def _user_lines(turns: Sequence[tuple[int, str]], pinned: set[str]) -> list[str]:
+def _user_lines(turns: Sequence[tuple[int, str]], pinned: set[str], label: str = "User request") -> list[str]:
     """Every distinct user turn, whole, except a turn that is one pinned sentence; the size cap drops
     these after every tool-derived line. Long turns that differ only in numbers (a runtime's templated
     "found 2 actions" prompts) count once, at the latest; short ones are a person's words, kept each."""
@@ -305,27 +338,27 @@ def _user_lines(turns: Sequence[tuple[int, str]], pinned: set[str]) -> list[str]
         key = number_key(line) if len(line) > 200 else line
         latest.pop(key, None)
         latest[key] = (index, line)
-    return [f"- User request (#{i}): {t}" for i, t in sorted(latest.values())]
+    return [f"- {label} (#{i}): {t}" for i, t in sorted(latest.values())]
 
 
-def _gist(message: dict[str, Any], error: str | None) -> str:
+def _gist(message: dict[str, Any], error: str | None, lines_word: str = "({n} lines)") -> str:
     text = content_text(message)
     lines = text.count("\n") + 1 if text else 0
     first = error or next((ln for ln in text[:2_000].splitlines() if ln.strip()), "")
-    return f"{_short(first, 140)} ({lines} lines)"
+    return f"{_short(first, 140)} {lines_word.format(n=lines)}"
 
 
-def _key_tool_results(scan: _Scan, facts: Sequence[Fact]) -> list[str]:
+def _key_tool_results(scan: _Scan, facts: Sequence[Fact], lines_word: str = "({n} lines)") -> list[str]:
     errors = {f.source_index: f.text for f in facts if f.kind == "error" and f.source_index is not None}
     chosen: dict[int, str] = {}
     last_by_tool: dict[str, int] = {}
     for n, (index, name, args, message) in enumerate(scan.tool_results):
         last_by_tool[name] = n
         if index in errors:
-            chosen[index] = f"- (#{index}) {name}({args}): {_gist(message, errors[index])}"
+            chosen[index] = f"- (#{index}) {name}({args}): {_gist(message, errors[index], lines_word)}"
     for n in sorted(last_by_tool.values())[-6:]:
         index, name, args, message = scan.tool_results[n]
-        chosen.setdefault(index, f"- (#{index}) {name}({args}): {_gist(message, None)}")
+        chosen.setdefault(index, f"- (#{index}) {name}({args}): {_gist(message, None, lines_word)}")
     return [chosen[i] for i in sorted(chosen)][-8:]
 
 
@@ -347,6 +380,11 @@ def _merge_previous(previous: str | None, new: dict[str, list[str]]) -> dict[str
     return merged
 
 
+def _request_language(request: SummaryRequest) -> str:
+    users = [content_text(m) for m in request.messages if isinstance(m, dict) and m.get("role") == "user"]
+    return session_language(users or [content_text(m) for m in request.messages[:20] if isinstance(m, dict)])
+
+
 class ExtractiveSummarizer:
     """Offline, deterministic summarizer; the default when no model endpoint is configured."""
 
@@ -356,7 +394,7 @@ class ExtractiveSummarizer:
         """Build the structured summary from the segment and its pinned facts. Never raises."""
         started = time.perf_counter()
         try:
-            prose = mask_secrets(render_sections(build_sections(request)))
+            prose = mask_secrets(render_sections(build_sections(request), _request_language(request)))
             text = finalize_summary(prose, request.facts, request.max_tokens)
         except Exception as exc:  # a bug here must degrade the run, not crash it
             return SummaryOutcome(
@@ -370,6 +408,7 @@ class ExtractiveSummarizer:
             text=text,
             generator=self.name,
             prompt_version=EXTRACTIVE_VERSION,
+            input_tokens=request.segment_tokens or 0,
             output_tokens=count_text_tokens(text),
             latency_ms=(time.perf_counter() - started) * 1000,
         )

@@ -380,6 +380,8 @@ class Compressor:
                     {"error": f"{type(exc).__name__}: {exc}"},
                 )
             )
+        if middle_tokens is None:
+            middle_tokens = self.counter.count(segment)
         request = SummaryRequest(
             messages=segment,
             start_index=start_index,
@@ -389,6 +391,7 @@ class Compressor:
             max_tokens=self._budget(segment, facts, free_tokens, middle_tokens),
             input_tokens=self.config.effective_summary_input_tokens,
             history_indexes=indexes,
+            segment_tokens=middle_tokens,
         )
         return request, facts, warnings
 

@@ -1,4 +1,4 @@
-"""The summary body: fixed English section headings, the code-written ``## Pinned facts``, a size cap.
+"""The summary body: fixed section headings, the code-written ``## Pinned facts``, a size cap.
 
 Both summarizers produce the same shape::
 
@@ -19,6 +19,11 @@ by dropping whole items (a bullet with its continuation lines) by priority:
 tool results first, user turns and constraints last, the oldest (lowest
 ``#N``) first within a priority. A line or a heading is never cut in half; a
 section whose items are all dropped loses its heading.
+
+The headings are written in the session's language (:func:`session_language`:
+English, or Chinese when the user writes Chinese); :func:`parse_sections` reads
+either back to the same canonical (English) heading, so an earlier summary in
+one language merges into the next.
 """
 
 from __future__ import annotations
@@ -41,8 +46,37 @@ SECTION_HEADINGS: tuple[str, ...] = (
 )
 ALL_HEADINGS: tuple[str, ...] = (FOCUS, *SECTION_HEADINGS, PINNED_HEADING)
 
+#: the headings of a Chinese session's summary (the pinned facts keep theirs: code parses it back)
+HEADINGS_ZH: dict[str, str] = {
+    FOCUS: "## 关注",
+    "## Decisions": "## 决定",
+    "## Files and identifiers": "## 文件和标识",
+    "## Errors": "## 错误",
+    "## Constraints and preferences": "## 约束",
+    "## Progress and next steps": "## 进展",
+    "## Key tool results": "## 工具结果",
+}
+
 _HEADING = re.compile(r"^#{1,3}\s+(.+?)\s*$", re.M)
-_CANONICAL = {h[3:].lower(): h for h in ALL_HEADINGS}
+_CANONICAL = {h[3:].lower(): h for h in ALL_HEADINGS} | {zh[3:]: h for h, zh in HEADINGS_ZH.items()}
+_ZH_TITLES = {zh[3:] for zh in HEADINGS_ZH.values()}
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def session_language(user_texts: Sequence[str]) -> str:
+    """``"zh"`` when the user writes mostly Chinese, else ``"en"``.
+
+    Counts Chinese characters against Latin words (a Chinese sentence naming ``deploy.sh`` or
+    ``pytest -q`` is still Chinese): roughly two characters make a word.
+    """
+    han = latin = 0
+    for text in user_texts:
+        sample = text[:4_000]
+        han += len(_CJK.findall(sample))
+        latin += len(_LATIN_WORD.findall(sample))
+    return "zh" if han > 2 * latin or (han and han >= latin) else "en"
+
 
 #: share of the cap the pinned facts may take (the prose keeps at least the rest) before facts are dropped
 PINNED_SHARE = 0.5
@@ -60,7 +94,7 @@ SECTION_PRIORITY = {
 }
 #: line prefixes that outrank their section: user turns are the ground truth of intent
 _USER_LINE = re.compile(r"^\s*[-*]\s*(?:\*\*)?User\b|^\s*[-*]\s*(?:\*\*)?用户")
-_NEXT_LINE = re.compile(r"^\s*[-*]\s*(?:\*\*)?Next\b")
+_NEXT_LINE = re.compile(r"^\s*[-*]\s*(?:\*\*)?(?:Next\b|下一步)")
 _INDEX = re.compile(r"#(\d+)")
 
 
@@ -75,7 +109,7 @@ def parse_sections(body: str) -> dict[str, list[str]]:
     for line in body.splitlines():
         m = _HEADING.match(line)
         if m:
-            title = m.group(1).strip().rstrip(":")
+            title = m.group(1).strip().rstrip(":：")
             current = _CANONICAL.get(title.lower(), "## " + title)
             sections.setdefault(current, [])
             continue
@@ -84,8 +118,15 @@ def parse_sections(body: str) -> dict[str, list[str]]:
     return sections
 
 
-def render_sections(sections: dict[str, list[str]]) -> str:
-    """Markdown text of ``sections`` in the fixed order (unknown sections after, pinned facts excluded)."""
+def _zh_heading(line: str) -> bool:
+    m = _HEADING.match(line)
+    return m is not None and m.group(1).strip().rstrip(":：") in _ZH_TITLES
+
+
+def render_sections(sections: dict[str, list[str]], language: str = "en") -> str:
+    """Markdown text of ``sections`` in the fixed order (unknown sections after, pinned facts excluded),
+    headings in ``language`` ("en" or "zh")."""
+    names = HEADINGS_ZH if language == "zh" else {}
     order = [h for h in ALL_HEADINGS if h != PINNED_HEADING]
     order += [h for h in sections if h not in ALL_HEADINGS and h]
     parts = []
@@ -94,7 +135,7 @@ def render_sections(sections: dict[str, list[str]]) -> str:
     for heading in order:
         lines = sections.get(heading)
         if lines:
-            parts.append(heading + "\n" + "\n".join(lines))
+            parts.append(names.get(heading, heading) + "\n" + "\n".join(lines))
     return "\n\n".join(parts)
 
 
@@ -195,6 +236,7 @@ def finalize_summary(prose: str, facts: Sequence[Fact], max_tokens: int) -> str:
     prose is short); the prose is trimmed by whole items, by priority, to fit
     what is left (see the module docstring).
     """
+    language = "zh" if any(_zh_heading(line) for line in prose.splitlines()) else "en"
     sections = parse_sections(prose)
     sections.pop(PINNED_HEADING, None)
     budget = max(64, max_tokens)
@@ -205,7 +247,7 @@ def finalize_summary(prose: str, facts: Sequence[Fact], max_tokens: int) -> str:
     pinned = PINNED_HEADING + "\n" + ("\n".join(pinned_lines) if pinned_lines else "- (none)")
     left = budget - count_text_tokens(pinned) - 4
     sections = _trim_prose(sections, max(0, left))
-    text = render_sections(sections)
+    text = render_sections(sections, language)
     body = (text + "\n\n" + pinned) if text else pinned
     if count_text_tokens(body) > budget:  # a pathological single line: hard cut, pinned facts first
         body = pinned

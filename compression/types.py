@@ -58,6 +58,8 @@ class SummaryRequest:
     #: history index of each of ``messages`` (``None`` for messages the compressor inserted); when
     #: ``None``, message ``i`` is ``start_index + i``. Every ``#N`` a summarizer writes uses these.
     history_indexes: list[int | None] | None = None
+    #: tokens in ``messages`` as the compressor counted them (what an extractive summarizer "read")
+    segment_tokens: int | None = None
 
     def index_of(self, position: int) -> int | None:
         """The history index (the ``#N`` to write) of ``messages[position]``."""

@@ -10,11 +10,24 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 
 from .apikeys import revoke_api_key
-from .drift import update_drift_case
+from .errors import ArchiveCorrupted, ServiceError
 from .masking import may_reveal
-from .models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, DriftComment, Session, Summary
-from .services import ServiceError
-from .summaries import ArchiveCorrupted, archive_messages
+from .models import (
+    ApiKey,
+    Archive,
+    AuditEvent,
+    CompressionRun,
+    DriftCase,
+    DriftComment,
+    Notification,
+    Session,
+    Summary,
+    Webhook,
+    WebhookAttempt,
+    WebhookDelivery,
+)
+from .services.drift import update_drift_case
+from .services.notifications import EVENTS, create_webhook, delete_webhook, update_webhook
 
 
 @admin.register(Session)
@@ -67,7 +80,7 @@ class ArchiveAdmin(ViewOnly):
     @admin.display(description="originals match sha256")
     def verified(self, obj: Archive) -> str:
         try:
-            archive_messages(obj)
+            obj.verified_messages()
         except ArchiveCorrupted as exc:
             return f"NO: {exc}"
         return "yes"
@@ -174,6 +187,72 @@ class ApiKeyAdmin(admin.ModelAdmin):
             except ServiceError as exc:
                 self.message_user(request, str(exc), messages.ERROR)
         self.message_user(request, f"Revoked {len(revoked)} key(s): {', '.join(revoked) or 'none'}")
+
+
+# --------------------------------------------------------------------------- notifications
+
+
+class WebhookForm(forms.ModelForm):
+    url = forms.URLField(max_length=2000, assume_scheme="https")
+    events = forms.MultipleChoiceField(choices=list(EVENTS.items()), widget=forms.CheckboxSelectMultiple)
+
+    class Meta:
+        model = Webhook
+        fields = ["name", "url", "format", "events", "active"]
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    """Created, changed and removed through the same service as the console's page (checked and audited)."""
+
+    form = WebhookForm
+    list_display = ["name", "url", "format", "active", "updated_at"]
+    list_filter = ["format", "active"]
+    search_fields = ["name", "url"]
+    readonly_fields = ["created_by", "created_at", "updated_at"]
+
+    def save_model(self, request: Any, obj: Webhook, form: Any, change: bool) -> None:
+        data = {k: form.cleaned_data[k] for k in ("name", "url", "format", "events", "active")}
+        if change:
+            update_webhook(obj.pk, data, request.user)
+        else:
+            obj.pk = create_webhook(**data, user=request.user).pk
+
+    def delete_model(self, request: Any, obj: Webhook) -> None:
+        delete_webhook(obj.pk, request.user)
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        for webhook in queryset:
+            delete_webhook(webhook.pk, request.user)
+
+
+class WebhookAttemptInline(admin.TabularInline):
+    model = WebhookAttempt
+    fields = readonly_fields = ("number", "status_code", "error", "duration_ms", "started_at")
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ViewOnly):
+    list_display = ["delivery_id", "webhook", "event", "status", "attempts", "next_attempt_at", "created_at"]
+    list_filter = ["status", "event"]
+    search_fields = ["delivery_id"]
+    list_select_related = ["webhook"]
+    inlines = [WebhookAttemptInline]
+
+
+@admin.register(Notification)
+class NotificationAdmin(ViewOnly):
+    list_display = ["created_at", "recipient", "kind", "actor_label", "read_at"]
+    list_filter = ["kind"]
+    list_select_related = ["recipient"]
 
 
 def _may_use_admin(request: Any) -> bool:

@@ -13,9 +13,10 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from .audit import audit
+from .errors import Conflict, InvalidInput, NotFound, ServiceError
 from .models import ApiKey
 from .roles import ROLE_PERMISSIONS
-from .services import Conflict, InvalidSession, NotFound, ServiceError, audit
 
 #: letters (any script), digits and . @ + - _
 NAME = re.compile(r"^[\w.@+-]+$")
@@ -33,13 +34,13 @@ def create_api_key(name: str, role: str, user: Any = None, label: str = "") -> t
     roles = ", ".join(ROLE_PERMISSIONS)
     name = (name or "").strip()
     if not name:
-        raise InvalidSession("the key's name must not be empty")
+        raise InvalidInput("the key's name must not be empty")
     if len(name) > NAME_MAX:
-        raise InvalidSession(f"the name {name!r} is too long (at most {NAME_MAX} characters)")
+        raise InvalidInput(f"the name {name!r} is too long (at most {NAME_MAX} characters)")
     if not NAME.match(name):
-        raise InvalidSession(f"the name {name!r} may only hold letters, digits and . @ + - _")
+        raise InvalidInput(f"the name {name!r} may only hold letters, digits and . @ + - _")
     if role not in ROLE_PERMISSIONS:
-        raise InvalidSession(f"unknown role {role!r}; valid roles: {roles}")
+        raise InvalidInput(f"unknown role {role!r}; valid roles: {roles}")
     group = Group.objects.filter(name=role).first()
     if group is None:
         raise ServiceError(f"the {role!r} group does not exist yet: run `manage.py migrate` first")

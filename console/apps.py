@@ -7,6 +7,7 @@ class ConsoleConfig(AppConfig):
     verbose_name = "Compression console"
 
     def ready(self) -> None:
+        from . import tasks  # noqa: F401  (registers the tasks, so queue's sends by name run them eagerly when asked)
         from .masking import install_template_masking
         from .roles import sync_role_groups
 

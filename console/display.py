@@ -28,7 +28,7 @@ from .masking import REVEAL_PERMISSION, cut, for_page, may_reveal
 #: characters of content shown before "show the rest" (the rest loads on demand)
 PREVIEW_CHARS = 1200
 
-__all__ = ["REVEAL_PERMISSION", "may_reveal", "shown"]
+__all__ = ["REVEAL_PERMISSION", "may_reveal", "mask_unless_revealed"]
 
 _MARKDOWN_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "del", "code", "pre",
@@ -36,7 +36,7 @@ _MARKDOWN_TAGS = {
 }  # fmt: skip
 
 
-def shown(text: str, reveal: bool = False) -> str:
+def mask_unless_revealed(text: str, reveal: bool = False) -> str:
     """``text`` as the viewer may see it: secrets masked unless revealed, invisible characters marked."""
     return for_page(text, reveal)
 
@@ -107,7 +107,7 @@ def message_view(
     tokens: int | None = None,
 ) -> MessageView:
     """``data`` (a stored chat message) as a :class:`MessageView`; ``limit=None`` shows all of it."""
-    text = shown(content_text(data), reveal)
+    text = mask_unless_revealed(content_text(data), reveal)
     full_chars = len(text)
     truncated = False
     if limit is not None:
@@ -116,7 +116,7 @@ def message_view(
         ToolCallView(
             id=str(call.get("id") or ""),
             name=call_name(call),
-            arguments=shown(pretty_arguments(call_arguments(call)), reveal),
+            arguments=mask_unless_revealed(pretty_arguments(call_arguments(call)), reveal),
         )
         for call in data.get("tool_calls") or []
         if isinstance(call, dict)
@@ -149,7 +149,7 @@ class _RawHtmlAsText(markdown_lib.Extension):
 def render_markdown(text: str, reveal: bool = False) -> SafeString:
     """Markdown to HTML: raw HTML escaped, then nh3's allow-list (no script, handler or ``javascript:`` URL)."""
     html = markdown_lib.markdown(
-        shown(text, reveal), extensions=["fenced_code", "tables", "sane_lists", _RawHtmlAsText()]
+        mask_unless_revealed(text, reveal), extensions=["fenced_code", "tables", "sane_lists", _RawHtmlAsText()]
     )
     clean = nh3.clean(
         html,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import connection
 
+from .celery import app
+
 
 def database_ok() -> tuple[bool, str]:
     try:
@@ -16,8 +18,6 @@ def database_ok() -> tuple[bool, str]:
 
 
 def broker_ok() -> tuple[bool, str]:
-    from .celery import app
-
     try:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, interval_start=0, timeout=2)

@@ -7,7 +7,9 @@ from typing import Any
 
 from compression.session_file import InputError, load_session
 
-from .services import ImportedSession, InvalidSession, check_key
+from .errors import InvalidInput
+from .services.sessions import ImportedSession
+from .services.validation import check_key
 
 #: the largest value an integer column holds on every database we run on
 MAX_INT = 2**31 - 1
@@ -18,10 +20,10 @@ def read_session_file(path: Path) -> ImportedSession:
     try:
         messages, header = load_session(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, InputError) as exc:
-        raise InvalidSession(str(exc)) from None
+        raise InvalidInput(str(exc)) from None
     metadata = header.get("metadata") or {}
     if not isinstance(metadata, dict):
-        raise InvalidSession("metadata must be a JSON object")
+        raise InvalidInput("metadata must be a JSON object")
     metadata = dict(metadata)
     for field in ("created_at", "updated_at"):
         if header.get(field):
@@ -47,7 +49,7 @@ def _whole_number(header: dict[str, Any], field: str) -> int | None:
     if whole_text or (isinstance(value, float) and value.is_integer()):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidSession(f"{field} is not a whole number: {value!r}")
+        raise InvalidInput(f"{field} is not a whole number: {value!r}")
     if not 0 <= value <= MAX_INT:
-        raise InvalidSession(f"{field} must be between 0 and {MAX_INT}, not {value}")
+        raise InvalidInput(f"{field} must be between 0 and {MAX_INT}, not {value}")
     return value

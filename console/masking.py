@@ -1,7 +1,7 @@
 """The one masking boundary: every way stored content leaves the console goes through here.
 
 - **API**: :class:`MaskingRenderer` masks every string (keys and values) of every JSON response;
-  :func:`api_reveal` lets a reader holding ``console.reveal_secrets`` ask for raw content with
+  ``console.api.api_reveal`` lets a reader holding ``console.reveal_secrets`` ask for raw content with
   ``?reveal=1`` (audited, 403 without the permission).
 - **Pages and fragments**: :func:`install_template_masking` makes every template variable that
   resolves to a plain string masked (unless the page's context has ``reveal`` true, which only
@@ -38,7 +38,7 @@ from ninja.renderers import JSONRenderer
 
 from compression.secrets import mask_secrets
 
-REVEAL_PERMISSION = "console.reveal_secrets"
+from .roles import REVEAL as REVEAL_PERMISSION
 
 # --------------------------------------------------------------------------- text
 
@@ -195,28 +195,8 @@ def install_template_masking() -> None:
 # --------------------------------------------------------------------------- API
 
 
-def api_reveal(view: Any) -> Any:
-    """An API operation decorator: ``?reveal=1`` with the permission unmasks this response (audited)."""
-    from functools import wraps
-
-    from ninja.errors import HttpError
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        if request.GET.get("reveal") == "1":
-            if not may_reveal(request.user):
-                raise HttpError(403, f"revealing secrets needs the {REVEAL_PERMISSION} permission")
-            from .services import audit
-
-            audit(request.user, "secrets.reveal", request.user, after={"path": request.get_full_path()})
-            request.reveal_secrets = True  # type: ignore[attr-defined]
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
 class MaskingRenderer(JSONRenderer):
-    """Every API response, errors included, masked unless :func:`api_reveal` granted a reveal."""
+    """Every API response, errors included, masked unless ``console.api.api_reveal`` granted a reveal."""
 
     def render(self, request: HttpRequest, data: Any, *, response_status: int) -> Any:
         if not getattr(request, "reveal_secrets", False):

@@ -19,9 +19,13 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from compression import SUMMARY_MARKER
+from compression import Archive as PipelineArchive
 from compression.messages import content_text, message_sha256
+from compression.summary_message import parse_summary_message
 from compression.tokens import count_tokens
 
+from .errors import ArchiveCorrupted
 from .masking import mask_text, masked_key
 
 
@@ -208,6 +212,15 @@ class Session(models.Model):
         self.version += 1
         self.save(update_fields=["message_count", "token_count", "version", "updated_at"])
 
+    def live_summary_index(self, summary_ids: set[str]) -> tuple[int, str] | None:
+        """Position and id of the live message that carries one of ``summary_ids`` in its header."""
+        entries = self.entries.filter(message__role="user", message__text__startswith=SUMMARY_MARKER)
+        for position, data in entries.values_list("position", "message__data"):
+            parsed = parse_summary_message(data)
+            if parsed and parsed[0].get("id") in summary_ids:
+                return position, parsed[0]["id"]
+        return None
+
 
 class SessionEntry(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries")
@@ -296,6 +309,26 @@ class CompressionRun(models.Model):
     def finished(self) -> bool:
         return self.status not in self.ACTIVE
 
+    def segment_tokens(self, cuts: dict[str, tuple[int, int]]) -> dict[str, list[int]]:
+        """Tokens of head / middle / tail of the input (``cuts["in"]``) and the output (``cuts["out"]``).
+
+        ``cuts[side]`` is ``(a, b)``: positions below ``a`` are the head, from ``b`` the tail. The counts
+        stored with the messages are read in batches (no database-specific SQL: any backend works).
+        """
+        keys = {"in": self.input_keys or [], "out": self.output_keys or []}
+        tokens: dict[str, int] = {}
+        distinct = list(dict.fromkeys(keys["in"] + keys["out"]))
+        for i in range(0, len(distinct), 2000):
+            rows = Message.objects.filter(sha256__in=distinct[i : i + 2000]).values_list("sha256", "tokens")
+            tokens.update(rows)
+        counts: dict[str, list[int]] = {}
+        for side, (a, b) in cuts.items():
+            sums = [0, 0, 0]
+            for index, key in enumerate(keys[side]):
+                sums[0 if index < a else 1 if index < b else 2] += tokens.get(key, 0)
+            counts[side] = sums
+        return counts
+
 
 class Archive(Immutable):
     """The original middle segment a run replaced, ``[start, end)`` of its input, checksummed."""
@@ -315,6 +348,18 @@ class Archive(Immutable):
 
     def __str__(self) -> str:
         return f"archive {self.pk} ({self.start}-{self.end})"
+
+    def verified_messages(self) -> list[dict[str, Any]]:
+        """The archived originals, verified against the archive's sha256 and range (``ArchiveCorrupted`` if not)."""
+        try:
+            messages = Message.load(self.message_keys)
+        except LookupError as exc:
+            raise ArchiveCorrupted(f"archive {self.pk} is incomplete: {exc}") from None
+        if not PipelineArchive(self.start, self.end, messages, self.sha256).verify():
+            raise ArchiveCorrupted(
+                f"archive {self.pk} does not match its sha256 {self.sha256[:16]}: its originals were altered"
+            )
+        return messages
 
 
 class Summary(Immutable):
@@ -380,6 +425,13 @@ class Summary(Immutable):
         row = super().from_db(db, field_names, values)
         row._stored_status = row.__dict__.get("status")
         return row
+
+    #: a finished, inactive version: what promoting can put live
+    PROMOTABLE = (Status.DRAFT, Status.SUPERSEDED)
+
+    @property
+    def promotable(self) -> bool:
+        return self.status in self.PROMOTABLE
 
     def mutable_fields(self) -> frozenset[str]:
         if self._stored_status == self.Status.PENDING:
@@ -519,3 +571,119 @@ class SummarizerCooldown(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+# --------------------------------------------------------------------------- notifications (console/notifications.py)
+
+
+class Notification(models.Model):
+    """One line of a user's inbox. ``data`` is masked when written; the text is rendered (translated) from it."""
+
+    class Kind(models.TextChoices):
+        MENTION = "mention", _("mention")
+        ASSIGNMENT = "assignment", _("assignment")
+        DRIFT_CASE = "drift_case", _("new drift case")
+        RUN_DEGRADED = "run_degraded", _("degraded run")
+        RUN_FAILED = "run_failed", _("failed run")
+        AUTO_STOPPED = "auto_stopped", _("automatic compression stopped")
+
+    recipient = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    #: who caused it (a user name, or "system")
+    actor_label = models.CharField(max_length=150, blank=True)
+    #: the page it is about (a path in the console)
+    url = models.CharField(max_length=500, blank=True)
+    #: what the template needs: session key, case id, severity, run id... (masked)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["recipient", "read_at"], name="notification_unread_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.recipient_id}"
+
+
+class Webhook(models.Model):
+    """An outgoing webhook an admin configured: which events go where, in which format, signed with ``secret``."""
+
+    class Format(models.TextChoices):
+        GENERIC = "generic", _("Generic JSON")
+        SLACK = "slack", _("Slack-compatible")
+
+    name = models.CharField(_("name"), max_length=100)
+    url = models.URLField(_("URL"), max_length=2000)
+    format = models.CharField(_("format"), max_length=16, choices=Format.choices, default=Format.GENERIC)
+    #: the event names it receives (``console.notifications.EVENTS``)
+    events = models.JSONField(_("events"), default=list)
+    #: the HMAC-SHA256 key of the ``X-Compression-Signature`` header
+    secret = models.CharField(max_length=128)
+    active = models.BooleanField(_("active"), default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        permissions = [("manage_webhooks", "Can configure outgoing webhooks and see their deliveries")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WebhookDelivery(models.Model):
+    """One event for one webhook: the exact body sent (masked), retried with backoff until delivered or failed."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        SENDING = "sending", _("sending")
+        DELIVERED = "delivered", _("delivered")
+        FAILED = "failed", _("failed")
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=64)
+    #: a unique id per event and webhook (also the ``X-Compression-Delivery`` header): receivers dedupe on it
+    delivery_id = models.CharField(max_length=64, unique=True)
+    body = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    #: a pending delivery is not attempted before this
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    #: when the current attempt was claimed (a sending row silent past the timeout lost its worker)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    #: see CompressionRun: when its task was last handed to the broker, and how often (console/queue.py)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    sends = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="delivery_due_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.webhook_id} ({self.status})"
+
+
+class WebhookAttempt(models.Model):
+    """One HTTP attempt of a delivery: what the receiver answered (or why there was no answer) and how long it took."""
+
+    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_rows")
+    number = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["delivery", "number"]
+        constraints = [models.UniqueConstraint(fields=["delivery", "number"], name="unique_delivery_attempt")]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of {self.delivery_id}"

@@ -4,28 +4,49 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
+
+#: the permissions pages and API check, by what they allow (codenames in ``console.models``' Meta)
+VIEW = "console.view_session"
+ADD = "console.add_session"
+CHANGE = "console.change_session"
+COMPRESS = "console.compress_session"
+RESUMMARIZE = "console.resummarize_archive"
+PROMOTE = "console.promote_summary"
+REVIEW = "console.review_drift"
+OPEN_CASE = "console.open_drift_case"
+AUDIT = "console.view_auditevent"
+REVEAL = "console.reveal_secrets"
+MANAGE_WEBHOOKS = "console.manage_webhooks"
+
 VIEWER = "viewer"
 OPERATOR = "operator"
 REVIEWER = "reviewer"
 ADMIN = "admin"
 
 ROLE_PERMISSIONS: dict[str, list[str]] = {
-    VIEWER: ["console.view_session"],
-    OPERATOR: [
-        "console.view_session",
-        "console.add_session",
-        "console.change_session",
-        "console.compress_session",
-        "console.resummarize_archive",
-        "console.promote_summary",
-        "console.open_drift_case",
-    ],
-    REVIEWER: ["console.view_session", "console.review_drift", "console.open_drift_case"],
+    VIEWER: [VIEW],
+    OPERATOR: [VIEW, ADD, CHANGE, COMPRESS, RESUMMARIZE, PROMOTE, OPEN_CASE],
+    REVIEWER: [VIEW, REVIEW, OPEN_CASE],
 }
-#: everything the other roles may do, plus reading the audit log and revealing masked secrets
+#: everything the other roles may do, plus reading the audit log, revealing masked secrets and configuring webhooks
 ROLE_PERMISSIONS[ADMIN] = sorted(
-    {p for perms in ROLE_PERMISSIONS.values() for p in perms} | {"console.view_auditevent", "console.reveal_secrets"}
+    {p for perms in ROLE_PERMISSIONS.values() for p in perms} | {AUDIT, REVEAL, MANAGE_WEBHOOKS}
 )
+
+
+def reviewers() -> QuerySet[Any]:
+    """Active users who may review drift cases: the one definition, for the assignee list and the check.
+
+    Asked of Django's ModelBackend (``with_perm``), the same rules ``user.has_perm(REVIEW)`` applies: by a
+    group, by the user's own permission, or as a superuser; inactive users never. (The drift page used to
+    rebuild this as its own query, and the assign check used ``has_perm``: now both read this.)
+    """
+    users = get_user_model().objects.with_perm(
+        REVIEW, is_active=True, include_superusers=True, backend="django.contrib.auth.backends.ModelBackend"
+    )
+    return users.order_by("username")
 
 
 def sync_role_groups(**kwargs: Any) -> None:

@@ -277,6 +277,13 @@ COOLDOWN_WAIT_MAX_SECONDS = env_float("COOLDOWN_WAIT_MAX_SECONDS", 900.0, minimu
 MAX_COMPRESS_WAITERS = env_int("MAX_COMPRESS_WAITERS", 4, minimum=0)
 #: what a 503 during a database outage tells clients to wait before retrying
 DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
+# Outgoing webhooks (console/notifications.py): retried with a doubling wait, bounded in tries and in wait
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
+WEBHOOK_RETRY_SECONDS = env_float("WEBHOOK_RETRY_SECONDS", 10.0, minimum=0.0)
+WEBHOOK_RETRY_MAX_SECONDS = env_float("WEBHOOK_RETRY_MAX_SECONDS", 900.0, minimum=0.0)
+WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0, minimum=0.1)
+#: the console's address as receivers should link to it (empty: payloads carry paths only)
+CONSOLE_URL = env_url("CONSOLE_URL", {"http", "https"}).rstrip("/")
 CELERY_BEAT_SCHEDULE = {
     "recover": {"task": "console.recover", "schedule": RECOVERY_SWEEP_SECONDS},
 }

@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers that take ids and call one function in runs, summaries or drift."""
+"""Celery tasks: thin wrappers that take ids and call one service (``console.services``); no service imports this."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import socket
 from celery import shared_task
 from django.db import connection
 
-from . import drift, runs, summaries
+from .services import drift, notifications, runs, summaries
 
 
 @shared_task(name="console.health_check")
@@ -37,10 +37,20 @@ def check_drift_task(summary_id: int) -> int:
 @shared_task(name="console.recover", ignore_result=True)
 def recover_task() -> dict[str, dict[str, int]]:
     """The recovery sweep (beat, every RECOVERY_SWEEP_SECONDS): runs, re-summarizes and drift checks."""
-    return {"runs": runs.recover_stale_runs(), "summaries": summaries.recover_stale_summaries()}
+    return {
+        "runs": runs.recover_stale_runs(),
+        "summaries": summaries.recover_stale_summaries(),
+        "webhooks": notifications.recover_deliveries(),
+    }
 
 
 @shared_task(name="console.recover_stale_runs", ignore_result=True)
 def recover_stale_runs_task() -> dict[str, dict[str, int]]:
     # the name older beat schedules send; the sweep now covers summaries and drift checks too
     return recover_task()
+
+
+@shared_task(name="console.deliver_webhook", ignore_result=True)
+def deliver_webhook_task(delivery_id: int) -> str | None:
+    """One attempt of a webhook delivery; a failure schedules the next one (bounded backoff, queue.send_delivery)."""
+    return notifications.deliver(delivery_id)

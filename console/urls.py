@@ -5,8 +5,8 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .views import archives, dashboard, drift, health, messages, runs, sessions
-from .views.audit_log import audit_log
+from .web import archives, dashboard, drift, health, messages, notifications, runs, sessions, summaries
+from .web.audit_log import audit_log
 
 urlpatterns = [
     path("", sessions.session_list, name="home"),
@@ -19,9 +19,9 @@ urlpatterns = [
     path("archives/<int:pk>/", archives.archive_detail, name="archive"),
     path("archives/<int:pk>/resummarize", archives.resummarize, name="resummarize"),
     path("archives/<int:pk>/compare", archives.compare, name="compare"),
-    path("summaries/<int:pk>/", archives.summary_detail, name="summary"),
-    path("summaries/<int:pk>/progress", archives.summary_progress, name="summary_progress"),
-    path("summaries/<int:pk>/promote", archives.promote, name="promote"),
+    path("summaries/<int:pk>/", summaries.summary_detail, name="summary"),
+    path("summaries/<int:pk>/progress", summaries.summary_progress, name="summary_progress"),
+    path("summaries/<int:pk>/promote", summaries.promote, name="promote"),
     path("summaries/<int:pk>/open-case", drift.open_case, name="open_case"),
     path("drift/", drift.queue, name="drift_queue"),
     path("drift/export.jsonl", drift.export, name="drift_export"),
@@ -30,6 +30,11 @@ urlpatterns = [
     path("drift/<int:pk>/comment", drift.comment, name="drift_comment"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("audit/", audit_log, name="audit_log"),
+    path("inbox/", notifications.inbox, name="inbox"),
+    path("inbox/read", notifications.mark_all_read, name="inbox_read"),
+    path("inbox/<int:pk>/open", notifications.open_notification, name="notification_open"),
+    path("settings/webhooks/", notifications.webhooks, name="webhooks"),
+    path("settings/webhooks/<int:pk>/", notifications.webhook_detail, name="webhook"),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -12,4 +12,5 @@ fi
 $BIN/ruff check .
 $BIN/ruff format --check .
 $BIN/mypy
+$BIN/lint-imports  # the layers: contracts in pyproject.toml
 $BIN/pytest "$@"

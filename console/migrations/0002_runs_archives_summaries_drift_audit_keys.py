@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 
 def fill_message_text(apps, schema_editor):
-    from console.models import searchable_text
+    from ..models import searchable_text
 
     Message = apps.get_model("console", "Message")
     batch = []

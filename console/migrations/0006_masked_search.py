@@ -9,7 +9,7 @@ BATCH = 500
 
 
 def mask_search_text(apps: Any, schema_editor: Any) -> None:
-    from console.masking import mask_text, masked_key
+    from ..masking import mask_text, masked_key
 
     Session = apps.get_model("console", "Session")
     rows = Session.objects.values_list("pk", "key", "channel").iterator(chunk_size=BATCH)

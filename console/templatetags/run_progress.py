@@ -12,25 +12,13 @@ from typing import Any
 from django import template
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 
 from ..models import CompressionRun
+from ..web import labels
 
 register = template.Library()
 
 Status = CompressionRun.Status
-
-#: the pipeline stages a worker reports in ``run.stage``, in order
-STAGES = [
-    ("prune", gettext_lazy("prune tool output")),
-    ("boundaries", gettext_lazy("find boundaries")),
-    ("archive", gettext_lazy("archive originals")),
-    ("summarize", gettext_lazy("summarize")),
-    ("assemble", gettext_lazy("reassemble")),
-    ("validate", gettext_lazy("validate")),
-    ("write_back", gettext_lazy("write back")),
-]
-STAGE_NAMES = [name for name, _label in STAGES]
 
 STATUS_CLASSES: dict[str, str] = {
     Status.SUCCEEDED: "ok",
@@ -85,24 +73,24 @@ def run_status_class(status: str) -> str:
     return STATUS_CLASSES.get(status, "")
 
 
-#: what a queued run may show in ``run.stage`` while it waits (runs.COOLDOWN_STAGE)
-WAITING_STAGES = [("cooldown", gettext_lazy("waiting for the summarizer's cooldown"))]
-
-
 @register.filter
 def stage_label(stage: str) -> Any:
-    return dict(STAGES + WAITING_STAGES).get(stage, stage)
+    return labels.STAGES.get(stage) or labels.label(labels.WAITING_STAGES, stage)
 
 
 @register.simple_tag
 def run_stages(run: CompressionRun) -> list[dict[str, Any]]:
     """Each stage with its state: ``done``, ``current`` or ``todo`` (all ``todo`` before a worker starts)."""
-    current = STAGE_NAMES.index(run.stage) if run.stage in STAGE_NAMES else -1
+    current = labels.RUN_STAGES.index(run.stage) if run.stage in labels.RUN_STAGES else -1
     if run.status == Status.QUEUED:
         current = -1
     return [
-        {"name": name, "label": label, "state": "done" if i < current else "current" if i == current else "todo"}
-        for i, (name, label) in enumerate(STAGES)
+        {
+            "name": name,
+            "label": labels.label(labels.STAGES, name),
+            "state": "done" if i < current else "current" if i == current else "todo",
+        }
+        for i, name in enumerate(labels.RUN_STAGES)
     ]
 
 

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from bench.diff import make_messages
 from console.models import CompressionRun
-from console.services import ImportedSession, create_session
+from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import compress_now
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from console import summaries
 from console.celery import tasks_inline
 from console.models import Archive
+from console.services import summaries
 from tests.browser.accounts import log_in, user
 from tests.console.factories import compress_now, sample_session
 
@@ -43,6 +43,8 @@ def test_the_pages_run_under_the_policy_without_a_violation(live_server: Any, pa
         "/drift/",
         "/dashboard/",
         "/audit/",
+        "/inbox/",
+        "/settings/webhooks/",
         "/api/v1/docs",
     ]:
         page.goto(f"{base}{path}")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from console import runs
 from console.models import AuditEvent, CompressionRun, DriftCase, Summary
+from console.services import runs
 from tests.browser.accounts import log_in, user
 from tests.console.factories import SMALL_WINDOW, sample_session
 from tests.console.workers import wait_until

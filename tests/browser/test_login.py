@@ -2,7 +2,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import expect
 
-from console.services import ImportedSession, create_session
+from console.services.sessions import ImportedSession, create_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -4,7 +4,7 @@ from compression.facts import extract_facts, find_previous_summary, pinned_facts
 from compression.prompt import PROMPT_HASH, PROMPT_VERSION, SYSTEM_TEMPLATE, build_prompt
 from compression.serialize import head_tail, serialize_segment
 from compression.summarize import ExtractiveSummarizer
-from compression.summary_body import SECTION_HEADINGS, finalize_summary
+from compression.summary_body import HEADINGS_ZH, SECTION_HEADINGS, finalize_summary, session_language
 from compression.summary_message import SummaryHeader, render_summary_message
 from compression.tokens import count_text_tokens
 from compression.types import Fact, SummaryRequest
@@ -223,3 +223,60 @@ class TestThroughThePipeline:
             assert "先不要修改部署脚本 deploy/prod.sh，等我确认。" in text
             history = result.messages
         assert max(sizes) <= config.effective_summary_max_tokens
+
+
+class TestSessionLanguage:
+    """The extractive summary is written in the session's language; either language parses back."""
+
+    def test_a_chinese_session_gets_chinese_headings_and_labels(self) -> None:
+        text = ExtractiveSummarizer().summarize(request_for(wechat_sample()[1:-2], 1, max_tokens=2000)).text or ""
+        headings = [line for line in text.splitlines() if line.startswith("## ")]
+        assert headings and all(h in HEADINGS_ZH.values() or h == "## Pinned facts" for h in headings), headings
+        for english in ("User request", "Finding", "Last assistant state", "not resolved", "lines)"):
+            assert english not in text
+        assert "- 用户 (#1):" in text
+
+    def test_an_english_session_keeps_english_headings(self) -> None:
+        text = ExtractiveSummarizer().summarize(request_for(coding_sample()[1:-2], 1, max_tokens=2000)).text or ""
+        assert "## Progress and next steps" in text and not set(HEADINGS_ZH.values()) & set(text.splitlines())
+
+    def test_a_chinese_sentence_full_of_code_is_still_chinese(self) -> None:
+        assert session_language(["先别改 deploy.sh，跑一下 pytest -q tests/test_export.py 看看"]) == "zh"
+        assert session_language(["Please don't touch deploy.sh, 谢谢"]) == "en"
+        assert session_language([]) == "en"
+
+    def test_a_chinese_summary_merges_into_the_next_one(self) -> None:
+        from compression import CompressionConfig, Compressor
+
+        history = [{"role": "system", "content": "助手"}, user("帮我排查导出任务，先别改部署脚本 deploy/prod.sh。")]
+        texts = []
+        for round_ in range(3):
+            for i in range(12):
+                history += [
+                    calls(call(f"c{round_}_{i}", "terminal", cmd=f"tail -n 50 /var/log/app{i}.log")),
+                    tool(f"c{round_}_{i}", f"第 {round_}/{i} 行日志\n" * 80),
+                    user(f"第 {round_} 轮第 {i} 步：继续查看日志，注意内存。"),
+                ]
+            result = Compressor(CompressionConfig(context_window_tokens=2_000), ExtractiveSummarizer()).compress(
+                history
+            )
+            assert result.summary_text is not None
+            texts.append(result.summary_text)
+            history = result.messages
+            assert "先别改部署脚本 deploy/prod.sh" in "\n".join(str(m.get("content")) for m in history)
+        for text in texts:
+            assert text.count("## 进展") == 1 and "## Progress" not in text, text
+        assert "第 0 轮" in texts[1] or "第 0 轮" in texts[2]  # lines carried from the first summary
+
+
+def test_the_extractive_summarizer_reports_the_tokens_it_read() -> None:
+    """Provenance said "Tokens 0 → 459" for every extractive summary: it reads the whole segment."""
+    from compression import CompressionConfig, Compressor
+
+    history: list[dict] = [{"role": "system", "content": "agent"}, user("Start the export investigation.")]
+    for i in range(30):
+        history += [calls(call(f"c{i}", "terminal", cmd=f"cat f{i}.log")), tool(f"c{i}", f"line {i}\n" * 60)]
+    history.append(user("Go on."))
+    result = Compressor(CompressionConfig(context_window_tokens=2_000), ExtractiveSummarizer()).compress(history)
+    assert result.was_compressed and result.summary is not None
+    assert result.summary.input_tokens > result.summary.output_tokens > 0

@@ -8,11 +8,11 @@ from django.contrib.auth.models import User
 from django.http import HttpResponse
 from django.test import Client
 
-from console import runs
 from console.celery import tasks_inline
 from console.importers import read_session_file
 from console.models import CompressionRun, Session
-from console.services import ImportedSession, create_session
+from console.services import runs
+from console.services.sessions import ImportedSession, create_session
 from tests.samples import CODING, sample_path
 
 #: small enough that the coding sample (41 messages, ~39k tokens) is really compressed

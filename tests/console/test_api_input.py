@@ -15,9 +15,10 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console import runs
+from console.errors import InvalidInput
 from console.models import AuditEvent, CompressionRun, DriftCase, DriftComment, Message, Session, Summary
-from console.services import InvalidSession, check_key, check_messages, key_problem, unstorable
+from console.services import reported
+from console.services.validation import check_key, check_messages, key_problem, unstorable
 from tests.console.test_api import Api, issue_key
 
 USER = {"role": "user", "content": "deploy after the tests pass"}
@@ -54,7 +55,7 @@ def world(db) -> dict[str, int]:  # also the fuzz test's data
         {"role": "assistant", "content": "understood"},
         {"role": "user", "content": "now run the tests"},
     ]
-    run = runs.record_reported_run(
+    run = reported.record_reported_run(
         session_key="w:1",
         input_messages=history,
         output_messages=[history[0], {"role": "user", "content": "[summary] keep deploy.sh"}, history[3]],
@@ -206,7 +207,7 @@ def test_deep_nesting_in_messages_is_refused_by_check_messages_too():
     deep: list = []
     for _ in range(100_000):
         deep = [deep]
-    with pytest.raises(InvalidSession, match=r"message 0.content\[0\]\[0\]\[0\]…\[0\]\[0\]: nested deeper than 64"):
+    with pytest.raises(InvalidInput, match=r"message 0.content\[0\]\[0\]\[0\]…\[0\]\[0\]: nested deeper than 64"):
         check_messages([{"role": "user", "content": deep}])
     assert unstorable({"a": [[[]]]}, max_depth=3) == "a[0][0]: nested deeper than 3 levels"
 

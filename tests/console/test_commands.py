@@ -10,8 +10,8 @@ from django.test import Client
 
 from compression.messages import message_sha256
 from console.models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
-from console.runs import execute_run, queue_run
-from console.services import ImportedSession, create_session
+from console.services.runs import execute_run, queue_run
+from console.services.sessions import ImportedSession, create_session
 from tests.samples import WECHAT, sample_path
 
 

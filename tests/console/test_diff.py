@@ -19,8 +19,8 @@ from compression.messages import content_text, message_sha256
 from compression.prune import DUPLICATE_NOTE
 from compression.summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message
 from compression.validate import LOST_RESULT
-from console import diff
-from console.diff import (
+from console.diff import history
+from console.diff.history import (
     ACKNOWLEDGEMENT_KEY,
     BRIDGE_KEY,
     Row,
@@ -29,9 +29,9 @@ from console.diff import (
     expand_rows,
     find_row,
     group_rows,
-    inline_diff,
     lost_result_key,
 )
+from console.diff.words import inline_diff
 from console.masking import mask_text
 from console.models import Archive, Message
 from tests.compression.builders import FakeSummarizer, session
@@ -379,7 +379,7 @@ def test_it_opens_the_stretch_a_deep_link_points_into():
     blocks = group_rows(rows, focus=target)
     shown = {r.in_index for b in blocks for r in b.shown_rows}
     assert 1200 in shown
-    assert len(shown) <= diff.EXPAND_PAGE + 20
+    assert len(shown) <= history.EXPAND_PAGE + 20
     assert [b.kind for b in blocks].count("same") == 2  # before and after the opened page
     assert sum(b.size for b in blocks) == len(rows)
 

@@ -22,13 +22,13 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from console import runs
 from console.api import api
 from console.apikeys import create_api_key
 from console.celery import tasks_inline
 from console.masking import INVISIBLE_CLASS, MaskSecretsFilter, for_page, mask_text, show_invisible
 from console.models import Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
-from console.services import ImportedSession, create_session
+from console.services import notifications, runs
+from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import HX
 from tests.console.secret_plants import ALL_TEXT, PLANTS, REQUIRED, leaks, rule_patterns
 
@@ -92,6 +92,11 @@ class World:
         self.admin_user = User.objects.create_superuser("root", password="pw")
         self.admin_key = create_api_key("plant-admin", "admin")[1]
         self.viewer_key = create_api_key("plant-viewer", "viewer")[1]
+        # every event below is also a webhook delivery, its stored body read back by the admin
+        self.webhook = notifications.create_webhook(
+            name="plants", url="https://hooks.invalid/in", format="generic", events=list(notifications.EVENTS),
+            active=True, user=self.admin_user,
+        )  # fmt: skip
         metadata = {"channel": "ops", "notes": ALL_TEXT, SECRET_KEY_PLANT.text: "a secret as a metadata key"}
         self.session = create_session(ImportedSession(key=MAIN_KEY, messages=_history(), metadata=metadata))
         # a session per plant that fits in a key
@@ -135,6 +140,8 @@ class World:
             assert patched.status_code == 200, patched.content
         commented = self.api("post", f"/drift-cases/{self.case.pk}/comments", self.admin_key, {"body": ALL_TEXT})
         assert commented.status_code == 201, commented.content
+        # the case opened above is a delivery whose stored body the walk reads back (GET .../deliveries)
+        assert self.webhook.deliveries.filter(event=notifications.DRIFT_CASE_OPENED).exists()
 
     @staticmethod
     def api(method: str, path: str, key: str, body: Any = None, **params: str) -> Any:
@@ -152,6 +159,7 @@ class World:
             "archive_id": str(self.archive.pk),
             "summary_id": str(self.summary.pk),
             "case_id": str(self.case.pk),
+            "webhook_id": str(self.webhook.pk),
         }
 
 
@@ -262,7 +270,7 @@ def _page_names() -> set[str]:
 
 #: pages a GET shows nothing stored on, or that only take POST
 NOT_CONTENT = {"healthz", "login", "logout", "set_language", "compress", "resummarize", "open_case", "drift_update"}
-NOT_CONTENT |= {"drift_comment"}
+NOT_CONTENT |= {"drift_comment", "inbox_read", "notification_open"}
 
 
 def _pages(world: World) -> dict[str, list[str]]:
@@ -285,6 +293,9 @@ def _pages(world: World) -> dict[str, list[str]]:
         "drift_case": [f"/drift/{world.case.pk}/"],
         "dashboard": ["/dashboard/"],
         "audit_log": ["/audit/"],
+        "inbox": ["/inbox/", "/inbox/?show=all"],
+        "webhooks": ["/settings/webhooks/"],
+        "webhook": [f"/settings/webhooks/{world.webhook.pk}/"],
     }
 
 

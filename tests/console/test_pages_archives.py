@@ -11,10 +11,10 @@ from django.test.utils import CaptureQueriesContext
 
 from compression.messages import messages_sha256
 from compression.prompt import PROMPT_VERSION
-from console.drift import check_summary_drift
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, Summary
-from console.services import ImportedSession, create_session
-from console.summaries import execute_resummarize
+from console.services.drift import check_summary_drift
+from console.services.sessions import ImportedSession, create_session
+from console.services.summaries import execute_resummarize
 from tests.console.factories import HX, SECRET, compress_now, html_of, sample_session
 
 
@@ -67,7 +67,7 @@ def test_it_shows_an_archive_with_its_originals_and_versions(as_operator, compre
 
 
 def test_it_shows_the_archive_to_viewers_without_the_actions(as_viewer, archive, active):
-    from console.summaries import request_resummarize
+    from console.services.summaries import request_resummarize
 
     draft = request_resummarize(archive.pk, summarizer="extractive")
     execute_resummarize(draft.pk)
@@ -85,7 +85,7 @@ def test_it_shows_the_archive_to_viewers_without_the_actions(as_viewer, archive,
 
 
 def test_it_offers_promote_per_version_to_operators(as_operator, archive, active):
-    from console.summaries import request_resummarize
+    from console.services.summaries import request_resummarize
 
     draft = request_resummarize(archive.pk, summarizer="extractive")
     execute_resummarize(draft.pk)
@@ -361,7 +361,7 @@ def test_it_says_when_there_is_nothing_to_compare(as_viewer, archive, active):
 
 
 def test_it_shows_both_texts_when_they_are_too_long_to_diff(as_viewer, archive, active, drifting, monkeypatch):
-    monkeypatch.setattr("console.diff.MAX_WORD_DIFF_TOKENS", 5)
+    monkeypatch.setattr("console.diff.words.MAX_WORD_DIFF_TOKENS", 5)
 
     html = html_of(as_viewer.get(f"/archives/{archive.pk}/compare", {"a": active.pk, "b": drifting.pk}))
 

@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from console.audit import audit
 from console.models import Archive, AuditEvent, CompressionRun, DriftCase, Summary
-from console.services import audit
 from tests.console.factories import HX, SECRET, html_of
 
 NOON = timezone.make_aware(datetime(2026, 3, 10, 12, 0))

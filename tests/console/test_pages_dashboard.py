@@ -12,8 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from console.dashboard import Category, Series, bar_chart, compact, dashboard_metrics, hbar_chart, nice_ticks
 from console.models import Archive, CompressionRun, DriftCase, Session, Summary
+from console.services.dashboard import dashboard_metrics
+from console.web.charts import Category, Series, bar_chart, compact, hbar_chart, nice_ticks
 from tests.console.factories import HX, html_of
 
 Status = CompressionRun.Status
@@ -402,7 +403,7 @@ def test_it_makes_as_many_queries_for_100_runs_as_for_10(login):
     many = queries_for(login("viewer"), 100)
 
     assert few == many
-    assert many <= 10
+    assert many <= 11  # 10, plus the header's inbox badge (one indexed count)
 
 
 def test_it_keeps_svg_coordinates_unlocalized(as_viewer, settings):

@@ -10,10 +10,10 @@ from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from console import drift
-from console.drift import check_summary_drift
 from console.models import Archive, AuditEvent, DriftCase, Summary
-from console.summaries import promote_summary
+from console.services import drift
+from console.services.drift import check_summary_drift
+from console.services.summaries import promote_summary
 from tests.console.factories import HX, html_of
 
 #: the coding sample's constraint, and the same sentence with its negation gone
@@ -227,7 +227,7 @@ def test_it_clears_the_verdict_when_a_case_is_reopened(as_reviewer, case):
     drift.update_drift_case(case.pk, {"status": "open"}, as_reviewer.user)
     case.refresh_from_db()
     assert case.verdict == "" and case.status == "open"
-    with pytest.raises(drift.InvalidSession):
+    with pytest.raises(drift.InvalidInput):
         drift.update_drift_case(case.pk, {"status": "dismissed"}, as_reviewer.user)
 
 
@@ -430,13 +430,13 @@ def test_every_detail_the_detector_writes_has_a_translation():
     from pathlib import Path
 
     from compression import check_drift
-    from console.views.archives import DETAILS
+    from console.web.labels import DETAILS
 
     corpus = Path(__file__).resolve().parents[2] / "bench" / "data" / "drift_pairs.jsonl"
     details = set()
     for line in corpus.read_text(encoding="utf-8").splitlines():
         pair = json.loads(line)
-        details |= {f.detail for f in check_drift(pair["messages"], pair["summary"])}
+        details |= {f.code for f in check_drift(pair["messages"], pair["summary"])}
     assert details and details <= set(DETAILS), details - set(DETAILS)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from console.models import AuditEvent, Message
-from console.services import ImportedSession, create_session
+from console.services.sessions import ImportedSession, create_session
 
 pytestmark = pytest.mark.django_db
 

@@ -13,10 +13,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from compression import ExtractiveSummarizer
-from console import runs
 from console.masking import mask_text
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, Summary
-from console.services import ImportedSession, create_session
+from console.services import runs
+from console.services.sessions import ImportedSession, create_session
 from tests.compression.builders import FakeSummarizer, assistant, call, calls, result, system, user
 from tests.compression.builders import session as coding_session
 
@@ -325,7 +325,7 @@ def test_it_says_when_nothing_was_compressed(as_viewer):
 
 def test_it_renders_a_reported_run_without_stages(as_viewer):
     messages = coding_session(4)
-    from console.runs import record_reported_run
+    from console.services.reported import record_reported_run
 
     out = messages[:2] + [user("[CONTEXT SUMMARY] id=sum_rep model=- \n\nwhat happened")] + messages[-3:]
     run = record_reported_run(session_key="test:reported", input_messages=messages, output_messages=out)

@@ -13,11 +13,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from compression.summary_message import SummaryHeader, render_summary_message
-from console import runs as run_service
+from console import queries as views
 from console.celery import tasks_inline
+from console.errors import InvalidInput
 from console.models import Archive, CompressionRun, DriftCase, Session, Summary
-from console.services import ImportedSession, InvalidSession, create_session
-from console.views import sessions as views
+from console.services import runs as run_service
+from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import superuser_client
 
 Status = CompressionRun.Status
@@ -532,7 +533,7 @@ def test_it_shows_service_errors_with_422(as_operator, monkeypatch):
     session = make_session("cli:a", TOOL_HISTORY)
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise InvalidSession("config: tail_tokens <b>too</b> large")
+        raise InvalidInput("config: tail_tokens <b>too</b> large")
 
     monkeypatch.setattr(run_service, "request_compression", refuse)
     response = as_operator.post(f"/sessions/{session.pk}/compress", {}, headers={"HX-Request": "true"})

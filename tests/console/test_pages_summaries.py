@@ -11,10 +11,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from compression.summary_message import parse_summary_message
-from console import runs
-from console.drift import check_summary_drift
 from console.models import Archive, AuditEvent, Message, Session, Summary
-from console.summaries import execute_resummarize, request_resummarize
+from console.services import reported
+from console.services.drift import check_summary_drift
+from console.services.summaries import execute_resummarize, request_resummarize
 from tests.console.factories import HX, SECRET, html_of
 
 
@@ -58,7 +58,9 @@ def test_it_shows_a_summary_with_its_provenance_label(as_viewer, archive, active
     assert "offline (no endpoint)" in html
     assert f'href="/archives/{archive.pk}/"' in html
     assert f"messages {archive.start}–{archive.end - 1} ({archive.end - archive.start} archived)" in html
-    assert f"0 → {active.provenance['output_tokens']}" in html
+    tokens = active.provenance
+    assert tokens["input_tokens"] > 0  # the extractive summarizer reads the whole segment
+    assert f"{tokens['input_tokens']} → {tokens['output_tokens']}" in html
     assert "trigger: API" in html  # the fixture's run came through the API trigger
     assert "none (first version)" in html
     assert "Focus topic" in html and ">none<" in html
@@ -75,7 +77,7 @@ def test_it_shows_every_provenance_field_for_a_reported_summary_with_few(as_view
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": "and now?"},
     ]
-    run = runs.record_reported_run(
+    run = reported.record_reported_run(
         session_key="rt:1",
         input_messages=messages,
         output_messages=[messages[0], {"role": "user", "content": "summary"}, messages[-1]],
@@ -333,7 +335,7 @@ def test_it_previews_what_a_promote_would_change(as_operator, archive, active, d
     html = html_of(response)
     assert response.status_code == 200
     assert session.key in html
-    position, _ = runs.live_summary_index(session, {active.summary_id})
+    position, _ = session.live_summary_index({active.summary_id})
     assert active.summary_id in html
     assert re.search(r"goes from \d+ to \d+ tokens", html)
     assert f'The active version <span class="mono">{active.summary_id}</span> becomes superseded' in html

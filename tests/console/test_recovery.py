@@ -19,11 +19,11 @@ from kombu.exceptions import OperationalError
 
 from compression import OpenAISummarizer
 from compression.types import SummaryRequest
-from console import runs, summaries
 from console.celery import tasks_inline
 from console.models import Archive, CompressionRun, SummarizerCooldown, Summary
-from console.services import append_messages
-from console.summarizers import build_summarizer
+from console.services import runs, summaries
+from console.services.sessions import append_messages
+from console.services.summarizer_factory import build_summarizer
 from tests.console.factories import SMALL_WINDOW, sample_session
 from tests.console.test_api import Api, issue_key
 from tests.faults.sessions import conversation

@@ -13,10 +13,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from compression import check_drift
-from console.drift import check_summary_drift
 from console.importers import read_session_file
 from console.models import Archive, AuditEvent, DriftCase, Message, Summary
-from console.regression import (
+from console.services.drift import check_summary_drift
+from console.services.regression import (
     FIXED,
     STILL_DRIFTS,
     MalformedRecord,
@@ -26,8 +26,7 @@ from console.regression import (
     read_records,
     replay_cases,
 )
-from console.services import ImportedSession, create_session
-from console.summaries import archive_messages
+from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import SECRET, compress_now
 from tests.samples import CODING, sample_path
 
@@ -59,7 +58,7 @@ def drifted(archive: Archive, active: Summary) -> Summary:
 
 def confirmed_case(bad: Summary, **fields: Any) -> DriftCase:
     """A drift case of ``bad`` with the detector's own high findings, confirmed by a reviewer."""
-    findings = [f.to_dict() for f in check_drift(archive_messages(bad.archive), bad.text) if f.severity == "high"]
+    findings = [f.to_dict() for f in check_drift(bad.archive.verified_messages(), bad.text) if f.severity == "high"]
     assert findings, "the drifted summary should have high findings"
     fields.setdefault("status", DriftCase.Status.CONFIRMED)
     return DriftCase.objects.create(
@@ -79,7 +78,7 @@ def secret_archive(db) -> Archive:
     messages[6]["content"] += f" The staging key is {SECRET}."
     session = create_session(ImportedSession(key="job:secret", messages=messages, metadata={}))
     archive = Archive.objects.get(run=compress_now(session))
-    assert any(SECRET in str(m.get("content")) for m in archive_messages(archive)), (archive.start, archive.end)
+    assert any(SECRET in str(m.get("content")) for m in archive.verified_messages()), (archive.start, archive.end)
     return archive
 
 
@@ -106,7 +105,7 @@ def test_it_exports_a_confirmed_case_with_its_originals_and_both_summaries(case,
     assert record["status"] == "confirmed" and record["severity"] == "high" and record["verdict"] == VERDICT
     assert record["kinds"] == case.kind_list and record["kinds"]
     assert record["archive"] == {"id": archive.pk, "start": archive.start, "end": archive.end, "sha256": archive.sha256}
-    assert record["original_segment"] == archive_messages(archive)
+    assert record["original_segment"] == archive.verified_messages()
     assert record["bad_summary"] == {
         "summary_id": case.summary.summary_id,
         "text": case.summary.text,
@@ -195,7 +194,7 @@ def test_it_masks_secrets_in_the_export_unless_revealed(secret_archive, tmp_path
 
     [revealed], err, _ = exported(tmp_path, "--reveal")
 
-    assert revealed["original_segment"] == archive_messages(secret_archive)
+    assert revealed["original_segment"] == secret_archive.verified_messages()
     assert SECRET in json.dumps(revealed["original_segment"]) and SECRET in revealed["bad_summary"]["text"]
     assert "unmasked" in err
     event = AuditEvent.objects.get(action="secrets.reveal")
@@ -221,7 +220,7 @@ def test_it_skips_a_case_whose_archive_was_altered_and_says_so(case, archive, ac
     assert [json.loads(line)["case"] for line in out.splitlines()] == [intact.pk]
     assert f"warning: drift case {case.pk} skipped: archive {archive.pk} does not match its sha256" in err
     assert "exported 1 drift case(s)" in err
-    with caplog.at_level(logging.WARNING, logger="console.regression"):
+    with caplog.at_level(logging.WARNING, logger="console.services.regression"):
         assert [r["case"] for r in export_cases(exportable_cases())] == [intact.pk]
     assert f"drift case {case.pk} skipped" in caplog.text
 

@@ -20,12 +20,14 @@ from django.utils import timezone
 from compression import ExtractiveSummarizer, count_tokens, validate_messages
 from compression.messages import message_sha256, messages_sha256
 from compression.types import SummaryOutcome, SummaryRequest
-from console import runs
 from console.celery import tasks_inline
-from console.drift import check_summary_drift
+from console.errors import ArchiveCorrupted, InvalidInput
 from console.models import Archive, CompressionRun, Message, Session, SummarizerCooldown, Summary
-from console.services import InvalidSession, append_messages
-from console.summaries import ArchiveCorrupted, archive_messages, execute_resummarize, request_resummarize
+from console.services import runs
+from console.services.drift import check_summary_drift
+from console.services.reported import record_reported_run
+from console.services.sessions import append_messages
+from console.services.summaries import execute_resummarize, request_resummarize
 from tests.console.factories import SMALL_WINDOW, sample_session
 
 CODING = "coding_export_job.json"
@@ -108,7 +110,7 @@ def test_it_compresses_a_session_and_records_what_it_did():
     assert_history_valid(session)
 
     archive = Archive.objects.get(run=run)
-    assert archive_messages(archive) == Message.load(original)[archive.start : archive.end]
+    assert archive.verified_messages() == Message.load(original)[archive.start : archive.end]
     assert archive.sha256 == messages_sha256(Message.load(original)[archive.start : archive.end])
 
     summary = Summary.objects.get(run=run)
@@ -117,7 +119,7 @@ def test_it_compresses_a_session_and_records_what_it_did():
     assert summary.provenance["focus_topic"] == "export batch size"
     assert summary.provenance["trigger"] == CompressionRun.Trigger.API
     assert summary.drift_checked_at is not None
-    assert runs.live_summary_index(session, {summary.summary_id}) is not None
+    assert session.live_summary_index({summary.summary_id}) is not None
 
 
 # --------------------------------------------------------------------------- coalescing and races
@@ -234,7 +236,7 @@ def test_it_compresses_without_a_summary_when_the_model_fails(model, behaviour, 
     assert reason in warnings["summary_failed"]
     assert not Summary.objects.exists()
     archive = Archive.objects.get(run=run)
-    assert archive_messages(archive) == Message.load(original)[archive.start : archive.end]
+    assert archive.verified_messages() == Message.load(original)[archive.start : archive.end]
     session.refresh_from_db()
     assert session.keys() == run.output_keys
     assert_history_valid(session)
@@ -380,7 +382,7 @@ def test_it_drops_the_result_of_an_attempt_that_recovery_gave_to_another_worker(
     assert session.version == 2, "created, then written back once (by the second attempt)"
     archive = Archive.objects.get(run=run)
     assert archive.inserted_id == Summary.objects.get(run=run, status=Summary.Status.ACTIVE).summary_id
-    assert runs.live_summary_index(session, {archive.inserted_id}) is not None
+    assert session.live_summary_index({archive.inserted_id}) is not None
     assert_history_valid(session)
 
 
@@ -487,14 +489,14 @@ def test_it_applies_a_reported_run_when_the_live_history_is_its_input():
     messages = session.messages()
     report = reported(messages, 3, 20)
 
-    run = runs.record_reported_run(session_key=session.key, summary_text="Runtime's own summary.", **report)
+    run = record_reported_run(session_key=session.key, summary_text="Runtime's own summary.", **report)
 
     session.refresh_from_db()
     assert run.applied and run.status == Status.SUCCEEDED
     assert session.messages() == report["output_messages"]
     archive = Archive.objects.get(run=run)
     assert (archive.start, archive.end) == (3, 20)
-    assert archive_messages(archive) == messages[3:20]
+    assert archive.verified_messages() == messages[3:20]
     assert Summary.objects.get(run=run).status == Summary.Status.ACTIVE
 
 
@@ -505,7 +507,7 @@ def test_it_stores_but_does_not_apply_a_reported_run_whose_input_is_not_the_live
     session.refresh_from_db()
     live = session.keys()
 
-    run = runs.record_reported_run(session_key=session.key, summary_text="Summary.", **reported(messages, 3, 20))
+    run = record_reported_run(session_key=session.key, summary_text="Summary.", **reported(messages, 3, 20))
 
     session.refresh_from_db()
     assert not run.applied
@@ -519,14 +521,14 @@ def test_it_does_not_apply_a_reported_run_that_rewrote_the_consolidated_prefix()
     messages = session.messages()
     live = session.keys()
 
-    run = runs.record_reported_run(session_key=session.key, **reported(messages, 3, 20))
+    run = record_reported_run(session_key=session.key, **reported(messages, 3, 20))
 
     session.refresh_from_db()
     assert not run.applied
     assert [w["code"] for w in run.warnings] == ["not_applied"]
     assert "consolidated" in run.warnings[0]["message"]
     assert session.keys() == live
-    assert runs.record_reported_run(session_key=session.key, **reported(messages, 12, 20)).applied
+    assert record_reported_run(session_key=session.key, **reported(messages, 12, 20)).applied
 
 
 def test_it_refuses_a_reported_archive_that_is_not_a_slice_of_the_input_and_writes_nothing():
@@ -537,10 +539,10 @@ def test_it_refuses_a_reported_archive_that_is_not_a_slice_of_the_input_and_writ
     report["output_messages"] = [*report["output_messages"], {"role": "user", "content": "never stored"}]
     counts = (Message.objects.count(), CompressionRun.objects.count(), Archive.objects.count(), Session.objects.count())
 
-    with pytest.raises(InvalidSession, match="contiguous"):
-        runs.record_reported_run(session_key=session.key, **report)
-    with pytest.raises(InvalidSession, match="contiguous"):
-        runs.record_reported_run(session_key="runtime:new", **report)
+    with pytest.raises(InvalidInput, match="contiguous"):
+        record_reported_run(session_key=session.key, **report)
+    with pytest.raises(InvalidInput, match="contiguous"):
+        record_reported_run(session_key="runtime:new", **report)
 
     after = (Message.objects.count(), CompressionRun.objects.count(), Archive.objects.count(), Session.objects.count())
     assert after == counts
@@ -562,7 +564,7 @@ def test_it_refuses_to_use_an_archive_whose_originals_were_altered():
     Message.objects.filter(pk=key).update(data=data)
 
     with pytest.raises(ArchiveCorrupted, match="altered"):
-        archive_messages(archive)
+        archive.verified_messages()
     with pytest.raises(ArchiveCorrupted):
         check_summary_drift(summary.pk)
     redo = request_resummarize(archive.pk, summarizer="extractive")
@@ -573,9 +575,9 @@ def test_it_refuses_to_use_an_archive_whose_originals_were_altered():
 
 def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
     from compression.secrets import mask_secrets
-    from console.display import shown
+    from console.display import mask_unless_revealed
     from console.masking import placeholder_key
-    from console.services import ImportedSession, create_session
+    from console.services.sessions import ImportedSession, create_session
 
     secret = "sk_live_" + "51HxYz2AbCdEfGhIjKlMn0pQ"
     messages = [{"role": "system", "content": "You are a billing agent."}, {"role": "user", "content": "Fix billing."}]
@@ -591,6 +593,6 @@ def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
     summary = Summary.objects.get(run=run)
     text = summary.text + json.dumps(summary.facts, ensure_ascii=False)
     assert secret not in text
-    placeholder = shown(secret)
+    placeholder = mask_unless_revealed(secret)
     assert placeholder == mask_secrets(secret, key=placeholder_key()) != mask_secrets(secret)
     assert placeholder in text

@@ -10,7 +10,7 @@ import pytest
 
 from compression import tokens
 from console.models import CompressionRun, Message
-from console.services import ImportedSession, create_session
+from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import SMALL_WINDOW, compress_now
 
 pytestmark = pytest.mark.django_db

@@ -23,11 +23,11 @@ from django.utils import timezone
 from compression import validate_messages
 from compression.messages import message_sha256, messages_sha256
 from compression.prompt import PROMPT_VERSION
-from console import runs
 from console.importers import read_session_file
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, SummarizerCooldown, Summary
-from console.services import append_messages
-from console.summaries import archive_messages, promote_summary, request_resummarize
+from console.services import runs
+from console.services.sessions import append_messages
+from console.services.summaries import promote_summary, request_resummarize
 from console.tasks import execute_run_task
 from tests.console.factories import SMALL_WINDOW, sample_session
 from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
@@ -117,7 +117,7 @@ def test_it_compresses_resummarizes_and_promotes_through_a_worker(worker, model)
     assert_history_valid(session)
 
     archive = Archive.objects.get(run=run)
-    assert archive_messages(archive) == Message.load(original)[archive.start : archive.end]
+    assert archive.verified_messages() == Message.load(original)[archive.start : archive.end]
     assert archive.sha256 == messages_sha256(Message.load(original)[archive.start : archive.end])
     assert len(model.requests) == 1
     assert "export batch size" in model.requests[0].prompt_text
@@ -130,7 +130,7 @@ def test_it_compresses_resummarizes_and_promotes_through_a_worker(worker, model)
     assert summary.provenance["focus_topic"] == "export batch size"
     assert summary.provenance["created_by"] == "alice"
     assert summary.provenance["trigger"] == CompressionRun.Trigger.API
-    position, _ = runs.live_summary_index(session, {summary.summary_id}) or (None, None)
+    position, _ = session.live_summary_index({summary.summary_id}) or (None, None)
     assert position is not None
     # the drift check is sent after the duplicate delivery, so once it ran the duplicate was handled too
     wait_until(lambda: Summary.objects.get(pk=summary.pk), lambda s: s.drift_checked_at, 20, "the drift check")
@@ -155,8 +155,8 @@ def test_it_compresses_resummarizes_and_promotes_through_a_worker(worker, model)
     promote_summary(redo.pk, user=alice)
 
     keys = assert_history_valid(session)
-    assert runs.live_summary_index(session, {redo.summary_id}) == (position, redo.summary_id)
-    assert runs.live_summary_index(session, {summary.summary_id}) is None
+    assert session.live_summary_index({redo.summary_id}) == (position, redo.summary_id)
+    assert session.live_summary_index({summary.summary_id}) is None
     assert "re-summarized" in Message.load([keys[position]])[0]["content"]
     summary.refresh_from_db()
     redo.refresh_from_db()

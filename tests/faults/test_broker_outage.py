@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from console import runs, summaries
 from console.models import CompressionRun, DriftCase, Session, Summary
+from console.services import runs, summaries
 from tests.console.test_api import Api, issue_key
 from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
 from tests.fakes.openai_server import FakeOpenAIServer

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from console.apikeys import create_api_key, revoke_api_key
+from console.errors import ServiceError
 from console.roles import ROLE_PERMISSIONS
-from console.services import ServiceError
 
 LABEL = "manage.py create_api_key"
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from console.audit import audit
 from console.management.commands.export_session import write_atomically
 from console.models import DriftCase
-from console.regression import export_cases, exportable_cases
-from console.services import audit
+from console.services.regression import export_cases, exportable_cases
 
 LABEL = "manage.py export_drift_cases"
 

@@ -3,9 +3,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DataError, IntegrityError
 
+from console.errors import Conflict, ServiceError
 from console.importers import read_session_file
 from console.models import Session
-from console.services import Conflict, ServiceError, create_session
+from console.services.sessions import create_session
 
 SUFFIXES = {".jsonl", ".json"}
 

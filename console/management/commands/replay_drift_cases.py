@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from console.regression import FAILED, STILL_DRIFTS, MalformedRecord, read_records, replay_cases
-from console.services import ServiceError
+from console.errors import ServiceError
+from console.services.regression import FAILED, STILL_DRIFTS, MalformedRecord, read_records, replay_cases
 
 
 class Command(BaseCommand):

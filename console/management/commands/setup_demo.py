@@ -14,10 +14,14 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from console.celery import tasks_inline
+from console.errors import InvalidInput
 from console.importers import read_session_file
 from console.models import CompressionRun, DriftCase, Session, Summary
 from console.roles import ROLE_PERMISSIONS
-from console.services import ImportedSession, InvalidSession, append_messages, create_session
+from console.services.drift import add_comment, check_summary_drift, update_drift_case
+from console.services.runs import execute_run
+from console.services.sessions import ImportedSession, append_messages, create_session
+from console.services.summaries import execute_resummarize, promote_summary, request_resummarize
 
 DEMO_PASSWORD = "demo-console"
 #: the project's demo sessions (console/demo/make_demo.py writes them)
@@ -72,7 +76,7 @@ class Command(BaseCommand):
             )
         keys = []
         for path in imported:
-            with contextlib.suppress(InvalidSession):  # import_sessions reported it
+            with contextlib.suppress(InvalidInput):  # import_sessions reported it
                 keys.append(read_session_file(path).key)
         with tasks_inline():
             self.label(keys)
@@ -106,7 +110,6 @@ class Command(BaseCommand):
                 Session.objects.filter(pk=session.pk).update(metadata={**session.metadata, **DEMO_LABEL})
 
     def compress(self, session: Session, user: User, config: dict[str, Any] | None) -> CompressionRun:
-        from console.runs import execute_run
 
         run = CompressionRun.objects.create(
             session=session, trigger=CompressionRun.Trigger.MANUAL, created_by=user, config=config or {}
@@ -124,7 +127,6 @@ class Command(BaseCommand):
         """Load the long session in parts, as its runtime appended them: each part pushes it past its trigger, so
         it is compressed once per part (automatically when AUTO_COMPRESS is on) and each summary is written
         from the previous one plus what came since."""
-        from console.runs import execute_run
 
         data = read_session_file(path)
         if Session.objects.filter(key=data.key).exists():
@@ -156,7 +158,6 @@ class Command(BaseCommand):
 
     def resummarize(self, operator: User) -> None:
         """A second version of one archive's summary, so Compare and Promote have something to work on."""
-        from console.summaries import request_resummarize
 
         key, focus = RESUMMARIZED
         active = active_summary(key)
@@ -169,7 +170,6 @@ class Command(BaseCommand):
     def drifted_draft(self, story: tuple[str, str, str], name: str) -> Summary | None:
         """A draft of the session's active summary with one passage changed by hand (labelled as the demo's),
         checked like any summary: the check opens its case. None when it exists already or cannot be made."""
-        from console.drift import check_summary_drift
 
         key, passage, replacement = story
         active = active_summary(key)
@@ -198,7 +198,6 @@ class Command(BaseCommand):
 
     def confirmed_drift_case(self, reviewer: User, operator: User) -> None:
         """Reviewed and confirmed, with a discussion: the WeChat session's meeting that must not move, moved."""
-        from console.drift import add_comment, update_drift_case
 
         drifted = self.drifted_draft(CONFIRMED_DRIFT, "confirmed")
         case = drifted.drift_cases.first() if drifted else None
@@ -225,8 +224,6 @@ class Command(BaseCommand):
     def resolved_drift_case(self, reviewer: User, operator: User) -> None:
         """The whole loop: a draft that drops a constraint goes live, a reviewer confirms the drift, an operator
         re-summarizes from the archive and promotes the clean version, which resolves the case."""
-        from console.drift import update_drift_case
-        from console.summaries import promote_summary, request_resummarize
 
         drifted = self.drifted_draft(RESOLVED_DRIFT, "resolved")
         case = drifted.drift_cases.first() if drifted else None
@@ -252,7 +249,6 @@ def users_line() -> str:
 
 def finished(summary: Summary) -> Summary:
     """A queued re-summarize, done (by its task if that ran when the request committed, else here)."""
-    from console.summaries import execute_resummarize
 
     execute_resummarize(summary.pk)
     summary.refresh_from_db()

@@ -1,0 +1,226 @@
+"""The JSON API for agent runtimes and integrations: ``/api/v1/`` (OpenAPI docs at ``/api/v1/docs``).
+
+Authentication: ``Authorization: Bearer <key>`` (``manage.py create_api_key``) or the browser
+session (with CSRF). Every response is masked (``console.masking``: secrets as placeholders, in
+content, metadata, typed text and errors alike); a key whose role holds ``console.reveal_secrets``
+may add ``?reveal=1`` to get it raw, which is audited. Every error is JSON ``{"detail": "..."}``
+saying what to fix; a rejected request writes nothing (each write is one transaction in ``console.services``).
+"""
+
+import hmac
+import json
+import math
+from datetime import timedelta
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
+from ninja.operation import Operation
+from ninja.parser import Parser
+from ninja.security import HttpBearer, django_auth
+
+from ..audit import audit
+from ..errors import ServiceError
+from ..masking import REVEAL_PERMISSION, MaskingRenderer, may_reveal
+from ..middleware import database_unavailable
+from ..models import ApiKey
+from ..services.validation import MAX_JSON_DEPTH, may_hold_unstorable, unstorable
+from ..throttling import FailedAuthThrottle, KeyRateThrottle
+from .routers import archives, audit_events, drift_cases, notifications, runs, sessions
+
+FAILED_AUTH = FailedAuthThrottle()
+
+# --------------------------------------------------------------------------- plumbing
+
+
+class BearerKey(HttpBearer):
+    """``Authorization: Bearer ccs_...``: the key's own user (in its role's group) makes the request.
+
+    A client IP whose keys failed ``API_AUTH_FAILURE_LIMIT`` times is refused (429) before its key is looked at.
+    """
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if request.headers.get("Authorization") and FAILED_AUTH.blocked(request):
+            wait = FAILED_AUTH.wait()
+            raise Throttled(wait=math.ceil(wait) if wait else None)
+        return super().__call__(request)
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
+        key = ApiKey.objects.select_related("user").filter(lookup=lookup, revoked_at__isnull=True).first()
+        if key is None or not hmac.compare_digest(ApiKey.digest(token), key.key_sha256) or not key.user.is_active:
+            return None
+        now = timezone.now()
+        if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):  # not a write per request
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        request.user = key.user
+        return key.user
+
+
+class BadBody(ServiceError):
+    """A request body refused before any schema sees it: 400 not JSON, 415 not sent as JSON, 422 not storable."""
+
+    def __init__(self, detail: str, status: int = 400) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+class StrictJsonParser(Parser):
+    """The API's one JSON decoding step: what cannot be stored is refused here, naming where it is.
+
+    Refused: a Content-Type other than JSON (415), bytes that are not UTF-8, what is not JSON (NaN, Infinity,
+    numbers too large for a float or of over 4300 digits), a top level other than an object (every body is one),
+    and anything ``services.validation.unstorable`` names: NUL characters and lone surrogates anywhere, keys included,
+    and nesting deeper than ``MAX_JSON_DEPTH``. (NUL in the URL is refused by ``console.input_checks``.)
+    """
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        content_type = request.content_type or ""
+        if content_type != "application/json" and not (
+            content_type.startswith("application/") and content_type.endswith("+json")
+        ):
+            raise BadBody(f"send the body as JSON with 'Content-Type: application/json', not {content_type!r}", 415)
+        try:
+            text = request.body.decode("utf-8")
+            data = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        except UnicodeDecodeError as exc:
+            raise BadBody(f"the request body is not UTF-8: {exc}") from None
+        except RecursionError:
+            raise BadBody(f"the request body is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels") from None
+        except ValueError as exc:  # JSONDecodeError, and int() of a number over 4300 digits
+            raise BadBody(f"the request body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadBody(f"the request body must be a JSON object, not {_json_type(data)}", 422)
+        problem = unstorable(data, strings=may_hold_unstorable(text))
+        if problem:
+            raise BadBody(problem, 422)
+        return data
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
+def api_reveal(view: Any) -> Any:
+    """An API operation decorator: ``?reveal=1`` with the permission unmasks this response (audited)."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if request.GET.get("reveal") == "1":
+            if not may_reveal(request.user):
+                raise HttpError(403, f"revealing secrets needs the {REVEAL_PERMISSION} permission")
+            audit(request.user, "secrets.reveal", request.user, after={"path": request.get_full_path()})
+            request.reveal_secrets = True  # type: ignore[attr-defined]
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+class ConsoleApi(NinjaAPI):
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        # the ids the API had as one module (console/api.py), so generated clients keep their method names
+        return f"console_api_{operation.view_func.__name__}"
+
+
+api = ConsoleApi(
+    title="Compression console API",
+    version="1",
+    urls_namespace="api",
+    auth=[BearerKey(), django_auth],
+    parser=StrictJsonParser(),
+    renderer=MaskingRenderer(),
+    throttle=[KeyRateThrottle()],
+    docs_url="/docs",
+)
+api.add_decorator(api_reveal)
+
+
+def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpResponse:
+    return api.create_response(request, {"detail": detail, **extra}, status=status)
+
+
+@api.exception_handler(ServiceError)
+def service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    response = _error(request, exc.status, str(exc))
+    retry_after = getattr(exc, "retry_after", None)  # TooManyWaiters
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
+    return database_unavailable(request)  # 503 + Retry-After, as for pages (console.middleware)
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return _error(
+        request, 413, f"request body is larger than the limit of {limit} bytes (MAX_REQUEST_BYTES); send less at once"
+    )
+
+
+@api.exception_handler(Throttled)
+def throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    wait = math.ceil(exc.wait) if exc.wait else 60
+    response = _error(request, 429, f"too many requests: try again in {wait} s", retry_after=wait)
+    response["Retry-After"] = str(wait)
+    return response
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    given = request.headers.get("Authorization")
+    if given:
+        FAILED_AUTH.record_failure(request)
+    detail = (
+        "the API key is unknown or revoked"
+        if given
+        else "authentication required: send 'Authorization: Bearer <key>' (manage.py create_api_key) or log in"
+    )
+    return _error(request, 401, detail)
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    cause = exc.__cause__  # ninja wraps what the parser raised in a 400 "Cannot parse request body"
+    if isinstance(cause, BadBody):
+        return _error(request, cause.status, str(cause))
+    return _error(request, exc.status_code, str(exc))
+
+
+@api.exception_handler(ValidationError)
+def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    problems = []
+    for error in exc.errors:
+        where = ".".join(str(part) for part in error.get("loc", ()) if part not in ("body", "payload", "query"))
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")  # pydantic's for our validators
+        problems.append(f"{where or 'body'}: {message}")
+    return _error(request, 422, "; ".join(problems) or "invalid request", errors=exc.errors)
+
+
+api.add_router("/sessions", sessions.sessions)
+api.add_router("/runs", runs.runs_router)
+api.add_router("", archives.archives)
+api.add_router("/drift-cases", drift_cases.cases)
+api.add_router("/audit-events", audit_events.audit_router)
+api.add_router("", notifications.router)  # /notifications, /webhooks

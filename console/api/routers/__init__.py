@@ -1,0 +1,1 @@
+"""One router per area of the API; ``console.api`` mounts them."""

@@ -1,0 +1,72 @@
+"""Archives and summaries: the verified originals, re-summarize, read and promote a summary."""
+
+from typing import Any
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Router, Status
+
+from ...models import Archive, Summary
+from ...roles import PROMOTE, RESUMMARIZE, VIEW
+from ...services import summaries
+from .. import schemas
+from ..common import ERRORS, require
+
+archives = Router(tags=["archives and summaries"])
+
+
+@archives.get("/archives/{int:archive_id}", response={200: schemas.ArchiveOut, **ERRORS}, summary="Archived originals")
+def get_archive(request: HttpRequest, archive_id: int) -> dict[str, Any]:
+    require(request, VIEW, "read archives")
+    archive = get_object_or_404(Archive.objects.select_related("session"), pk=archive_id)
+    messages = archive.verified_messages()  # raises when the checksum does not match
+    return {
+        "id": archive.pk,
+        "session": archive.session.key,
+        "run_id": archive.run_id,
+        "start": archive.start,
+        "end": archive.end,
+        "sha256": archive.sha256,
+        "verified": True,
+        "messages": messages,
+        "summaries": list(archive.summaries.order_by("created_at", "id").values_list("pk", flat=True)),
+    }
+
+
+@archives.post(
+    "/archives/{int:archive_id}/summaries",
+    response={202: schemas.SummaryOut, **ERRORS},
+    summary="Re-summarize from the archived originals (in a worker)",
+)
+def resummarize(request: HttpRequest, archive_id: int, payload: schemas.ResummarizeIn) -> Status:
+    require(request, RESUMMARIZE, "re-summarize archives")
+    summary = summaries.request_resummarize(
+        archive_id,
+        summarizer=payload.summarizer,
+        model=payload.model,
+        focus_topic=payload.focus_topic,
+        prompt_version=payload.prompt_version,
+        user=request.user,
+    )
+    return Status(202, schemas.summary_payload(summary))
+
+
+@archives.get("/summaries/{int:summary_id}", response={200: schemas.SummaryOut, **ERRORS}, summary="A summary")
+def get_summary(request: HttpRequest, summary_id: int) -> dict[str, Any]:
+    require(request, VIEW, "read summaries")
+    return schemas.summary_payload(get_object_or_404(Summary, pk=summary_id))
+
+
+@archives.post(
+    "/summaries/{int:summary_id}/promote",
+    response={200: schemas.PromoteOut, **ERRORS},
+    summary="Put this summary into the live session in place of the current one",
+)
+def promote(request: HttpRequest, summary_id: int) -> dict[str, Any]:
+    require(request, PROMOTE, "promote summaries")
+    session = summaries.promote_summary(summary_id, user=request.user)
+    return {
+        "summary": schemas.summary_payload(Summary.objects.get(pk=summary_id)),
+        "session": session.key,
+        "version": session.version,
+    }

@@ -1,0 +1,69 @@
+"""Drift cases: the queue (the page's filter), open one by hand, read, review, comment."""
+
+from typing import Any
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Query, Router, Status
+from ninja.pagination import paginate
+
+from ...masking import reveals
+from ...models import DriftCase
+from ...queries import CaseQuery
+from ...roles import OPEN_CASE, REVIEW, VIEW
+from ...services import drift
+from .. import schemas
+from ..common import ERRORS, Pages, require
+
+cases = Router(tags=["drift cases"])
+
+
+@cases.get("", response=list[schemas.DriftCaseOut], summary="Drift cases (filter by status, severity, kind, ...)")
+@paginate(Pages)
+def list_cases(request: HttpRequest, filters: Query[schemas.CasesQuery]) -> Any:
+    require(request, VIEW, "read drift cases")
+    query = CaseQuery(
+        status=filters.status,
+        severity=filters.severity,
+        kind=filters.kind,
+        session=filters.session,
+        assignee=filters.assignee,
+        mentions=filters.mentions,
+    )
+    cases = DriftCase.objects.select_related("session", "assignee", "opened_by")
+    return query.apply(cases, request.user, reveal=reveals(request))
+
+
+@cases.post("", response={201: schemas.DriftCaseDetailOut, **ERRORS}, summary="Open a case by hand about a passage")
+def open_case(request: HttpRequest, payload: schemas.DriftCaseIn) -> Status:
+    require(request, OPEN_CASE, "open drift cases")
+    case = drift.open_case(payload.summary, **payload.dict(exclude={"summary"}), user=request.user)
+    return Status(201, _case(case.pk))
+
+
+def _case(case_id: int) -> DriftCase:
+    return get_object_or_404(DriftCase.objects.select_related("session", "assignee", "opened_by"), pk=case_id)
+
+
+@cases.get("/{int:case_id}", response={200: schemas.DriftCaseDetailOut, **ERRORS}, summary="A drift case")
+def get_case(request: HttpRequest, case_id: int) -> DriftCase:
+    require(request, VIEW, "read drift cases")
+    return _case(case_id)
+
+
+@cases.patch(
+    "/{int:case_id}",
+    response={200: schemas.DriftCaseDetailOut, **ERRORS},
+    summary="Claim, change status, assignee or verdict; add a comment (@username mentions)",
+)
+def patch_case(request: HttpRequest, case_id: int, payload: schemas.DriftCasePatch) -> DriftCase:
+    require(request, REVIEW, "review drift cases")
+    drift.update_drift_case(case_id, payload.dict(exclude_unset=True), request.user)
+    return _case(case_id)
+
+
+@cases.post("/{int:case_id}/comments", response={201: schemas.DriftCommentOut, **ERRORS}, summary="Comment on a case")
+def comment_case(request: HttpRequest, case_id: int, payload: schemas.DriftCommentIn) -> Status:
+    require(request, REVIEW, "comment on drift cases")
+    comment = drift.add_comment(_case(case_id), payload.body, payload.quote, request.user)
+    return Status(201, comment)

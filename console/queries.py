@@ -1,0 +1,339 @@
+"""The filters pages and the API share: sessions, drift cases, the audit log, and archive search.
+
+Each query object is parsed leniently from a page's GET (a value that is not one of the choices is
+ignored) or built from the API's validated query schema, then ``apply``d to a queryset. Hand-written
+rather than django-filter FilterSets: the lists need lenient parsing, their own round-trip to URLs
+(pager, sort links) and a content search whose strategy depends on how many messages match, none of
+which a FilterSet does without being rebuilt around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import QueryDict
+from django.utils import timezone
+
+from compression.drift import DRIFT_KINDS
+
+from .masking import key_search
+from .models import AuditEvent, CompressionRun, DriftCase, Message, Notification, Session, SessionEntry
+
+#: the drift kinds a case can have (the detector's, plus "other" for cases opened by hand)
+KINDS = (*DRIFT_KINDS, "other")
+SEVERITIES = ("high", "medium", "low")
+
+
+def choice(params: QueryDict, name: str, allowed: Iterable[str], default: str = "") -> str:
+    """A query parameter that must be one of ``allowed``; anything else (or nothing) gives ``default``."""
+    value = params.get(name, default).strip()
+    return value if value in allowed else default
+
+
+def mentioning(user: Any) -> Q:
+    """Cases with a comment that mentions ``user``."""
+    return Q(comments__mentions=user)
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def session_search(sessions: QuerySet[Session], q: str, *, reveal: bool = False) -> QuerySet[Session]:
+    """The API's list: ``q`` in the key (as this reader sees keys) or the channel, recently updated first."""
+    sessions = sessions.order_by("-updated_at", "-id")
+    if q.strip():
+        # channels are stored masked (Session.save)
+        sessions = sessions.filter(key_search(q.strip(), reveal=reveal) | Q(channel__icontains=q.strip()))
+    return sessions
+
+
+#: content search: how many matching distinct messages count as "few", and the most sent as a list
+CONTENT_KEYS_FEW = 50
+CONTENT_KEYS_MAX = 2000
+SORTS = {"updated": "updated_at", "key": "key", "messages": "message_count", "tokens": "token_count"}
+
+
+@dataclass(frozen=True)
+class SessionQuery:
+    """The list's search, filters and sort, parsed leniently from GET (unknown values are ignored)."""
+
+    q: str = ""
+    #: "all": keys and message content; "key": keys only (faster on huge stores)
+    scope: str = "all"
+    compressed: str = ""
+    drift: str = ""
+    status: str = ""
+    channel: str = ""
+    sort: str = "updated"
+    order: str = "desc"
+
+    @classmethod
+    def parse(cls, params: QueryDict) -> SessionQuery:
+        sort = choice(params, "sort", SORTS, "updated")
+        return cls(
+            q=params.get("q", "").strip()[:200],
+            scope=choice(params, "scope", ("all", "key"), "all"),
+            compressed=choice(params, "compressed", ("yes", "no")),
+            drift=choice(params, "drift", ("open", "none")),
+            status=params.get("status", "").strip()[:32],
+            channel=params.get("channel", "").strip()[:64],
+            sort=sort,
+            order=choice(params, "order", ("asc", "desc"), "asc" if sort == "key" else "desc"),
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.q or self.compressed or self.drift or self.status or self.channel)
+
+    def apply(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
+        if self.q:
+            match: Any = key_search(self.q)  # as the list shows keys: masked
+            if self.scope == "all":
+                match |= self._content_match()
+            sessions = sessions.filter(match)
+        if self.compressed:
+            runs = CompressionRun.objects.filter(session=OuterRef("pk"), applied=True, was_compressed=True)
+            compressed = Exists(runs)
+            sessions = sessions.filter(compressed if self.compressed == "yes" else ~compressed)
+        if self.drift:
+            open_drift = Exists(DriftCase.objects.filter(session=OuterRef("pk"), status=DriftCase.Status.OPEN))
+            sessions = sessions.filter(open_drift if self.drift == "open" else ~open_drift)
+        if self.status:
+            sessions = sessions.filter(status=self.status)
+        if self.channel:
+            sessions = sessions.filter(channel=self.channel)
+        column = SORTS[self.sort]
+        sign = "-" if self.order == "desc" else ""
+        # the id breaks ties so that pages never repeat or skip a row
+        return sessions.order_by(f"{sign}{column}", f"{sign}id")
+
+    def _content_match(self) -> Any:
+        """Sessions whose history holds a message containing ``q`` (``Message.text`` is stored masked).
+
+        A message is stored once however many sessions share it, so the distinct messages are
+        searched first (one query). A few matches (a name, an order number): their sessions come
+        from the entries' message index. Many (a common word): each session is checked against
+        them, which stops at the first hit and lets the page query stop after 50 rows.
+        (Measured with bench/sessions_list.py on SQLite and PostgreSQL.)
+        """
+        matching = Message.objects.filter(text__icontains=self.q).values_list("sha256", flat=True)
+        keys = list(matching[: CONTENT_KEYS_MAX + 1])
+        if not keys:
+            return Q(pk__in=[])
+        if len(keys) <= CONTENT_KEYS_FEW:
+            return Q(pk__in=SessionEntry.objects.filter(message_id__in=keys).values("session_id"))
+        entries = SessionEntry.objects.filter(session=OuterRef("pk"))
+        if len(keys) <= CONTENT_KEYS_MAX:
+            return Exists(entries.filter(message_id__in=keys))
+        return Exists(entries.filter(message_id__in=matching))
+
+    def params(self, **changes: str) -> str:
+        """This query as a URL query string, with ``changes`` applied and defaults left out."""
+        values = {
+            "q": self.q,
+            "scope": self.scope,
+            "compressed": self.compressed,
+            "drift": self.drift,
+            "status": self.status,
+            "channel": self.channel,
+            "sort": self.sort,
+            "order": self.order,
+        }
+        values.update(changes)
+        if values["order"] == ("asc" if values["sort"] == "key" else "desc"):
+            values["order"] = ""
+        if values["sort"] == "updated":
+            values["sort"] = ""
+        if values["scope"] == "all":
+            values["scope"] = ""
+        return urlencode({k: v for k, v in values.items() if v})
+
+    def sort_link(self, name: str) -> str:
+        """Clicking the current sort column flips its order; another column starts in its natural order."""
+        flipped = "asc" if self.order == "desc" else "desc"
+        natural = "asc" if name == "key" else "desc"
+        return self.params(sort=name, order=flipped if name == self.sort else natural)
+
+
+# --------------------------------------------------------------------------- drift cases
+
+
+@dataclass(frozen=True)
+class CaseQuery:
+    """The queue's filters, parsed leniently from GET (unknown values are ignored). By default: open cases."""
+
+    status: str = "open"
+    severity: str = ""
+    kind: str = ""
+    session: str = ""
+    #: a username, "me" or "none"
+    assignee: str = ""
+    #: "me": cases with a comment that mentions the viewer
+    mentions: str = ""
+
+    @classmethod
+    def parse(cls, params: QueryDict) -> CaseQuery:
+        return cls(
+            status=choice(params, "status", [*DriftCase.Status.values, "all"], "open"),
+            severity=choice(params, "severity", SEVERITIES),
+            kind=choice(params, "kind", KINDS),
+            session=params.get("session", "").strip()[:255],
+            assignee=params.get("assignee", "").strip()[:150],
+            mentions=choice(params, "mentions", ("me",)),
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return self != CaseQuery()
+
+    def apply(self, cases: QuerySet[DriftCase], user: Any, *, reveal: bool = False) -> QuerySet[DriftCase]:
+        """The matching cases, newest first. ``session`` is part of a key as this reader sees keys (masked
+        unless ``reveal``); ``status`` "all" (or "" from the API) is every status."""
+        if self.status not in ("all", ""):
+            cases = cases.filter(status=self.status)
+        if self.severity:
+            cases = cases.filter(severity=self.severity)
+        if self.kind:
+            cases = cases.filter(DriftCase.of_kind(self.kind))
+        if self.session:
+            cases = cases.filter(key_search(self.session, reveal=reveal, prefix="session__"))
+        if self.assignee == "none":
+            cases = cases.filter(assignee=None)
+        elif self.assignee:
+            cases = cases.filter(assignee__username=user.get_username() if self.assignee == "me" else self.assignee)
+        if self.mentions:
+            cases = cases.filter(pk__in=DriftCase.objects.filter(mentioning(user)).values("pk"))
+        return cases.order_by("-created_at", "-id")
+
+    def params(self) -> str:
+        values = {k: v for k, v in vars(self).items() if v and getattr(CaseQuery(), k) != v}
+        if self.status == "open":
+            values.pop("status", None)
+        return urlencode(values)
+
+
+# --------------------------------------------------------------------------- audit log
+
+
+#: what people type in the object filter -> object_type (after lower-casing and dropping "_", "-" and spaces)
+TYPE_ALIASES = {"run": "compressionrun", "case": "driftcase", "driftcases": "driftcase", "key": "apikey"}
+
+
+def object_type_of(text: str) -> str:
+    """``drift_case``, ``Drift case``, ``run``: the object_type the audit log stores for it."""
+    name = "".join(c for c in text.lower() if c not in "_- ")
+    return TYPE_ALIASES.get(name, name)
+
+
+def day_or_none(value: str | None) -> date | None:
+    try:
+        return date.fromisoformat(value.strip()) if value else None
+    except ValueError:
+        return None
+
+
+def day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """The filters, parsed leniently from GET (a value that does not parse is ignored).
+
+    ``actor`` matches the actor's name exactly (case-insensitive): an audit question is about one
+    person or one system part, and a substring would mix "bob" with "bobby". ``action`` is a prefix
+    ("drift_case." is every drift case action). ``obj`` is "type:id" or just "type". The date range
+    is inclusive, in the console's time zone.
+    """
+
+    actor: str = ""
+    action: str = ""
+    obj: str = ""
+    since: date | None = None
+    until: date | None = None
+
+    @classmethod
+    def parse(cls, params: QueryDict) -> AuditQuery:
+        return cls(
+            actor=params.get("actor", "").strip()[:150],
+            action=params.get("action", "").strip()[:64],
+            obj=params.get("object", "").strip()[:100],
+            since=day_or_none(params.get("since")),
+            until=day_or_none(params.get("until")),
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.actor or self.action or self.obj or self.since or self.until)
+
+    def apply(self, events: QuerySet[AuditEvent]) -> QuerySet[AuditEvent]:
+        if self.actor:
+            events = events.filter(actor_label__iexact=self.actor)
+        if self.action:
+            events = events.filter(action__startswith=self.action)
+        if self.obj:
+            kind, _, pk = self.obj.partition(":")
+            events = events.filter(object_type=object_type_of(kind))
+            if pk.strip():
+                events = events.filter(object_id=pk.strip())
+        if self.since:
+            events = events.filter(created_at__gte=day_start(self.since))
+        if self.until:
+            events = events.filter(created_at__lt=day_start(self.until + timedelta(days=1)))
+        return events.order_by("-created_at", "-id")
+
+    def params(self) -> str:
+        """This query as a URL query string (for the pager), empty values left out."""
+        values = {
+            "actor": self.actor,
+            "action": self.action,
+            "object": self.obj,
+            "since": self.since.isoformat() if self.since else "",
+            "until": self.until.isoformat() if self.until else "",
+        }
+        return urlencode({k: v for k, v in values.items() if v})
+
+
+# --------------------------------------------------------------------------- archive search
+
+
+def archive_hits(session: Session, needle: str, limit: int) -> list[dict[str, Any]]:
+    """Archived originals of ``session`` containing ``needle``, in archive order, with a snippet each.
+
+    ``Message.text`` is stored masked: a search never confirms a secret the response would hide.
+    """
+    archives = list(session.archives.order_by("created_at", "id").values_list("pk", "start", "message_keys"))
+    keys = {k for _, _, message_keys in archives for k in message_keys}
+    matches = dict(Message.objects.filter(sha256__in=keys, text__icontains=needle).values_list("sha256", "text")[:5000])
+    roles = dict(Message.objects.filter(sha256__in=matches).values_list("sha256", "role"))
+    hits: list[dict[str, Any]] = []
+    for archive_id, start, message_keys in archives:
+        for offset, message_key in enumerate(message_keys):
+            if message_key in matches and len(hits) < limit:
+                hits.append(
+                    {
+                        "archive_id": archive_id,
+                        "message_index": start + offset,
+                        "role": roles.get(message_key, ""),
+                        "snippet": snippet(matches[message_key], needle),
+                    }
+                )
+    return hits
+
+
+def snippet(text: str, needle: str, width: int = 80) -> str:
+    at = text.lower().find(needle.lower())
+    start, end = max(0, at - width), min(len(text), at + len(needle) + width)
+    return ("…" if start else "") + " ".join(text[start:end].split()) + ("…" if end < len(text) else "")
+
+
+def unread_count(user: Any) -> int:
+    """How many of ``user``'s inbox lines are unread (the header's badge): one indexed count."""
+    if not getattr(user, "is_authenticated", False):
+        return 0
+    return Notification.objects.filter(recipient=user, read_at__isnull=True).count()

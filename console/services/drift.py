@@ -1,0 +1,233 @@
+"""Drift review: checks after every summary, cases opened by them or by hand, and the team's review of a case.
+
+A case moves open -> confirmed | dismissed -> resolved (and can be reopened); confirming or dismissing needs a
+verdict saying why. Promoting a summary whose drift check came back clean resolves the confirmed cases of the
+versions it replaces. Every change writes an audit event; the case page reads its history from them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from compression import check_drift
+from compression.drift import DRIFT_KINDS
+
+from ..audit import audit
+from ..errors import Conflict, InvalidInput, NotFound
+from ..models import DriftCase, DriftComment, Message, Summary
+from ..roles import reviewers
+from . import notifications
+
+SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
+#: kinds an operator may pick when opening a case by hand (the detector's, plus anything else)
+MANUAL_KINDS = (*DRIFT_KINDS, "other")
+#: ``@name`` in a comment; a trailing dot or comma is punctuation, not part of the name
+MENTION = re.compile(r"(?<![\w@])@([\w.@+-]*[\w+-])")
+
+
+def serious(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The findings at or above ``DRIFT_CASE_MIN_SEVERITY``: those that open a case by themselves."""
+    threshold = SEVERITY_RANK[settings.DRIFT_CASE_MIN_SEVERITY]
+    return [f for f in findings if SEVERITY_RANK.get(f.get("severity", ""), 0) >= threshold]
+
+
+def worst(findings: list[dict[str, Any]]) -> str:
+    return max((f.get("severity", "low") for f in findings), key=lambda s: SEVERITY_RANK.get(s, 0), default="low")
+
+
+def _name(user: Any) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def check_summary_drift(summary_id: int, *, once: bool = False) -> list[dict[str, Any]]:
+    """Compare a summary with its archived originals; open a case for findings at or over the threshold.
+
+    ``once`` (the task): a summary already checked is left alone, so a second delivery (the recovery sweep
+    re-sends lost ones) does nothing.
+    """
+    summary = Summary.objects.select_related("archive__run").get(pk=summary_id)
+    if not summary.text:
+        return []
+    if once and summary.drift_checked_at is not None:
+        return summary.drift_findings
+    archive = summary.archive
+    # the history the run compressed: constraints in its head and tail stayed verbatim, but a summary
+    # must not contradict them either (indexes into it are the history's own)
+    context = Message.load(archive.run.input_keys) if archive.run.input_keys else None
+    findings = []
+    for finding in check_drift(archive.verified_messages(), summary.text, context_messages=context):
+        data = finding.to_dict()
+        index = finding.source_index
+        if index is not None and finding.scope == "segment":
+            index += archive.start
+        data["message_index"] = index
+        findings.append(data)
+    with transaction.atomic():
+        checked = Summary.objects.select_for_update().filter(pk=summary.pk).values_list("drift_checked_at", flat=True)
+        if once and checked.first() is not None:  # a concurrent delivery finished first
+            return Summary.objects.get(pk=summary.pk).drift_findings
+        summary.drift_findings = findings
+        summary.drift_checked_at = timezone.now()
+        summary.save(update_fields=["drift_findings", "drift_checked_at", "updated_at"])
+        opening = serious(findings)
+        if opening and not summary.drift_cases.filter(opened_by=None).exists():
+            case = DriftCase.objects.create(
+                summary=summary, session_id=archive.session_id, findings=opening, severity=worst(opening)
+            )
+            audit(None, "drift_case.open", case, after={"summary": summary.summary_id, "findings": len(opening)})
+            notifications.drift_case_opened(case)
+        elif summary.status == Summary.Status.ACTIVE:
+            resolve_fixed_cases(summary, None)  # promoted before its check finished
+    return findings
+
+
+def open_case(summary_id: int, *, quote: str, kind: str, severity: str, note: str, user: Any) -> DriftCase:
+    """A case opened by hand about a passage of a summary (``quote``, as selected on the page)."""
+    quote, note = quote.strip(), note.strip()
+    if kind not in MANUAL_KINDS:
+        raise InvalidInput(f"unknown kind {kind!r}; one of: {', '.join(MANUAL_KINDS)}")
+    if severity not in SEVERITY_RANK:
+        raise InvalidInput(f"unknown severity {severity!r}; one of: low, medium, high")
+    if not quote:
+        raise InvalidInput("select (or paste) the passage of the summary the case is about")
+    with transaction.atomic():
+        summary = Summary.objects.filter(pk=summary_id).first()
+        if summary is None:
+            raise NotFound(f"no summary {summary_id}")
+        if _plain(quote) not in _plain(summary.text):
+            raise InvalidInput(f"the quoted passage is not in summary {summary.summary_id}; quote it as it is shown")
+        finding = {
+            "kind": kind,
+            "severity": severity,
+            "evidence": {"original": "", "summary": quote},
+            "source_index": None,
+            "message_index": None,
+            "detail": note,
+            "scope": "segment",
+            "manual": True,
+        }
+        case = DriftCase.objects.create(
+            summary=summary,
+            session_id=summary.archive.session_id,
+            findings=[finding],
+            severity=severity,
+            opened_by=user,
+        )
+        audit(user, "drift_case.open", case, after={"summary": summary.summary_id, "kind": kind, "quote": quote})
+        notifications.drift_case_opened(case, user)
+    return case
+
+
+def _plain(text: str) -> str:
+    """Text as a reader sees it: no Markdown markers, whitespace collapsed (a selection loses both)."""
+    text = re.sub(r"[*_`#>|]+|^\s*(?:[-+]|\d+[.)])\s+", " ", text, flags=re.M)
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------- review
+
+
+def _state(case: DriftCase) -> dict[str, Any]:
+    return {"status": case.status, "assignee": _name(case.assignee), "verdict": case.verdict}
+
+
+def _reviewer(name: str) -> Any:
+    if not get_user_model().objects.filter(username=name, is_active=True).exists():
+        raise InvalidInput(f"no active user {name!r} to assign")
+    user = reviewers().filter(username=name).first()
+    if user is None:
+        raise InvalidInput(f"{name} cannot review drift cases (needs the reviewer role)")
+    return user
+
+
+def update_drift_case(case_id: int, changes: dict[str, Any], user: Any) -> DriftCase:
+    """Change a case's status, assignee or verdict, claim it, or add a comment; every change is audited.
+
+    ``changes``: ``status``, ``verdict``, ``assignee`` (a username; None or "" unassigns), ``claim`` (true: assign to
+    ``user``, refused while someone else holds the case), ``comment`` with an optional ``quote``.
+    """
+    with transaction.atomic():
+        case = DriftCase.objects.select_for_update().filter(pk=case_id).first()
+        if case is None:
+            raise NotFound(f"no drift case {case_id}")
+        before = _state(case)
+        if changes.get("claim"):
+            if case.assignee_id not in (None, user.pk):
+                raise Conflict(f"{case.assignee} holds this case; ask them, or assign it to yourself explicitly")
+            case.assignee = user
+        name = changes.get("assignee")
+        if "assignee" in changes and name != _name(case.assignee):  # None or "" unassigns
+            case.assignee = _reviewer(name) if name else None
+        if changes.get("verdict") is not None:
+            case.verdict = changes["verdict"].strip()
+        new = changes.get("status")
+        if new and new != case.status:
+            if new not in DriftCase.Status.values:
+                raise InvalidInput(f"unknown status {new!r}; one of: {', '.join(DriftCase.Status.values)}")
+            if new not in DriftCase.TRANSITIONS[case.status]:
+                allowed = ", ".join(sorted(DriftCase.TRANSITIONS[case.status]))
+                raise Conflict(f"a {case.status} case cannot become {new}; it can become: {allowed}")
+            case.status = new
+            if new == DriftCase.Status.OPEN:  # a fresh review: the old verdict stays in the history
+                case.verdict, case.fixed_by = "", None
+        if case.status in (DriftCase.Status.CONFIRMED, DriftCase.Status.DISMISSED) and not case.verdict:
+            raise InvalidInput(f"a {case.status} case needs a verdict saying why")
+        case.save()
+        after = _state(case)
+        if after != before:
+            audit(user, "drift_case.update", case, before=before, after=after)
+        if after["assignee"] != before["assignee"]:
+            notifications.assigned(case, user)
+        if changes.get("comment"):
+            add_comment(case, changes["comment"], changes.get("quote") or "", user)
+    return case
+
+
+@transaction.atomic  # the comment, its mentions and its audit event, or none of them
+def add_comment(case: DriftCase, body: str, quote: str, user: Any) -> DriftComment:
+    """A comment, anchored to a quoted passage when given; ``@name`` mentions active teammates."""
+    body = body.strip()
+    if not body:
+        raise InvalidInput("a comment needs some text")
+    comment = DriftComment.objects.create(case=case, author=user, body=body, quote=quote.strip())
+    names = set(MENTION.findall(body))
+    mentioned = list(get_user_model().objects.filter(username__in=names, is_active=True)) if names else []
+    comment.mentions.set(mentioned)
+    notifications.mentioned(comment, mentioned)
+    audit(user, "drift_case.comment", case, after={"comment": comment.pk, "mentions": sorted(map(_name, mentioned))})
+    return comment
+
+
+def resolve_fixed_cases(summary: Summary, user: Any) -> list[DriftCase]:
+    """Resolve the confirmed cases of ``summary``'s archive once a clean version of it is live.
+
+    Clean: checked, with nothing at or over the case threshold. Runs when a summary is promoted, and when the
+    drift check of an already active summary finishes.
+    """
+    if summary.drift_checked_at is None or serious(summary.drift_findings or []):
+        return []
+    cases = list(
+        DriftCase.objects.select_for_update()
+        .filter(summary__archive_id=summary.archive_id, status=DriftCase.Status.CONFIRMED)
+        .exclude(summary=summary)
+    )
+    for case in cases:
+        case.status, case.fixed_by = DriftCase.Status.RESOLVED, summary
+        case.save(update_fields=["status", "fixed_by", "updated_at"])
+        audit(
+            user,
+            "drift_case.resolve",
+            case,
+            before={"status": DriftCase.Status.CONFIRMED},
+            after={"status": case.status, "fixed_by": summary.summary_id},
+        )
+    return cases

@@ -1,0 +1,197 @@
+"""The archive page (the archived originals, page by page, and the summary versions), re-summarizing an
+archive, and comparing two of its summary versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import permission_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import trigger_client_event
+
+from ..diff.words import word_diff
+from ..display import mask_unless_revealed, message_view, render_markdown
+from ..errors import ArchiveCorrupted, ServiceError
+from ..models import Archive, Summary
+from ..services.summaries import request_resummarize
+from . import RESUMMARIZE, VIEW, load_messages, reveal_context, see_other
+from .forms import ResummarizeForm
+from .htmx import SUMMARY_CHANGED, HtmxHttpRequest, partial, region
+from .presenters import (
+    active_of,
+    compare_groups,
+    compare_pair,
+    fact_rows,
+    finding_rows,
+    split_by_key,
+    summary_progress_context,
+    versions_of,
+)
+
+#: archived messages shown per page
+PAGE_SIZE = 200
+
+
+def get_archive(pk: int) -> Archive:
+    return get_object_or_404(Archive.objects.select_related("session", "run"), pk=pk)
+
+
+def versions_context(archive: Archive, reveal: bool) -> dict[str, Any]:
+    versions = versions_of(archive, reveal)
+    a, b = compare_pair(versions)
+    return {"versions": versions, "default_a": a, "default_b": b}
+
+
+def archive_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict[str, Any]:
+    """The whole archive page: checksum status, the window of originals shown, the summary versions."""
+    corrupted = ""
+    try:
+        archive.verified_messages()
+    except ArchiveCorrupted as exc:
+        corrupted = str(exc)
+    return (
+        window_context(request, archive, reveal)
+        | versions_context(archive, reveal)
+        | {"corrupted": corrupted, "form": ResummarizeForm()}
+    )
+
+
+def window_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict[str, Any]:
+    count = len(archive.message_keys)
+    pages = max(1, -(-count // PAGE_SIZE))
+    page = 0
+    try:
+        if "at" in request.GET:
+            page = (int(request.GET["at"]) - archive.start) // PAGE_SIZE
+        elif "page" in request.GET:
+            page = int(request.GET["page"]) - 1
+    except ValueError:
+        page = 0
+    page = min(max(page, 0), pages - 1)
+    first = page * PAGE_SIZE
+    keys = archive.message_keys[first : first + PAGE_SIZE]
+    rows = load_messages(keys)
+    shown_rows = []
+    for offset, key in enumerate(keys):
+        index = archive.start + first + offset
+        found = rows.get(key)
+        view = message_view(key, found[0], reveal=reveal, tokens=found[1]) if found else None
+        shown_rows.append({"index": index, "anchor": f"a-{index}", "m": view, "key": key})
+    return {
+        "rows": shown_rows,
+        "page": page + 1,
+        "pages": pages,
+        "first_index": archive.start + first,
+        "last_index": archive.start + first + len(keys) - 1,
+        "count": count,
+    }
+
+
+#: htmx requests for one region of the archive page get that region (by HX-Target); others the whole content
+ARCHIVE_PARTIALS = {"archive-messages": "messages", "summary-versions": "versions", "resummarize": "resummarize"}
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request", "HX-Target")
+def archive_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    archive = get_archive(pk)
+    ctx: dict[str, Any] = {"archive": archive, "session": archive.session}
+    ctx |= reveal_context(request, archive)
+    name = region(request, ARCHIVE_PARTIALS, "page")
+    # a region refreshes alone; the checksum is verified (all originals loaded) only for the whole page
+    if name == "messages":
+        ctx |= window_context(request, archive, ctx["reveal"])
+    elif name == "versions":
+        ctx |= versions_context(archive, ctx["reveal"])
+    elif name == "resummarize":
+        ctx["form"] = ResummarizeForm()
+    else:
+        ctx |= archive_context(request, archive, ctx["reveal"])
+    return render(request, f"console/archive.html#{name}" if name else "console/archive.html", ctx)
+
+
+@require_POST
+@permission_required(RESUMMARIZE, raise_exception=True)
+def resummarize(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    archive = get_archive(pk)
+    form = ResummarizeForm(request.POST)
+    summary = None
+    if form.is_valid():
+        try:
+            summary = request_resummarize(
+                archive.pk,
+                summarizer=form.cleaned_data["summarizer"],
+                model=form.cleaned_data["model"].strip() or None,
+                focus_topic=form.cleaned_data["focus_topic"].strip() or None,
+                prompt_version=form.cleaned_data["prompt_version"] or None,
+                user=request.user,
+            )
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+    if summary is None:
+        ctx: dict[str, Any] = {"archive": archive, "session": archive.session, "form": form}
+        if request.htmx:
+            return render(request, "console/archive.html#resummarize", ctx, status=422)
+        ctx = reveal_context(request, archive) | archive_context(request, archive, False) | ctx
+        return render(request, "console/archive.html", ctx, status=422)
+    if not request.htmx:
+        return see_other(reverse("summary", args=[summary.pk]))
+    ctx = {"archive": archive, "form": ResummarizeForm()} | summary_progress_context(summary)
+    response = render(request, "console/archive.html#resummarize", ctx)
+    return trigger_client_event(response, SUMMARY_CHANGED)
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def pick(archive: Archive, versions: list[Summary], value: str | None) -> Summary | None:
+    if not value:
+        return None
+    try:
+        pk = int(value)
+    except ValueError:
+        raise Http404("no such summary") from None
+    found = next((s for s in versions if s.pk == pk), None)
+    if found is None:
+        raise Http404(f"summary {pk} is not a version of archive {archive.pk}")
+    return found
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    archive = get_archive(pk)
+    ctx = reveal_context(request, archive)
+    reveal = ctx["reveal"]
+    versions = versions_of(archive, reveal)
+    a = pick(archive, versions, request.GET.get("a"))
+    b = pick(archive, versions, request.GET.get("b"))
+    if b is None:
+        a, b = compare_pair(versions, a)
+    elif a is None:
+        a = active_of(versions) or versions[0]
+        if a.pk == b.pk:
+            a = next((s for s in versions if s.pk != b.pk), a)
+    ctx |= {"archive": archive, "session": archive.session, "versions": versions, "a": a, "b": b}
+    if a is not None and b is not None:
+        text_a, text_b = mask_unless_revealed(a.text, reveal), mask_unless_revealed(b.text, reveal)
+        facts = split_by_key(fact_rows(a, reveal), fact_rows(b, reveal), lambda f: (f["kind"], f["text"]))
+        findings = split_by_key(finding_rows(a, reveal), finding_rows(b, reveal), lambda f: f["key"])
+        ctx |= {
+            "sides": [
+                ("A", a, render_markdown(a.text, reveal) if a.text else ""),
+                ("B", b, render_markdown(b.text, reveal) if b.text else ""),
+            ],
+            "spans": word_diff(text_a, text_b),
+            "same_text": a.text == b.text,
+            "fact_groups": compare_groups(facts),
+            "finding_groups": compare_groups(findings),
+            "checked": a.drift_checked_at is not None and b.drift_checked_at is not None,
+        }
+    return render(request, partial(request, "console/compare.html", "compare"), ctx)

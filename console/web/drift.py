@@ -1,0 +1,305 @@
+"""Drift review: the queue of cases, one case (evidence side by side, review, comments, the fix), opening a case
+by hand from a summary, and the confirmed cases as a JSONL regression set."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+
+from compression.messages import content_text
+
+from .. import audit
+from ..display import mask_unless_revealed, render_markdown
+from ..errors import ServiceError
+from ..models import CompressionRun, DriftCase, Summary
+from ..queries import CaseQuery
+from ..roles import reviewers
+from ..services import drift, regression
+from . import OPEN_CASE, REVIEW, VIEW, labels, load_messages, reveal_context, see_other
+from .forms import CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
+from .htmx import CASE_CHANGED, HtmxHttpRequest, fragment, partial, region
+from .labels import FINDING_KINDS, SEVERITIES
+from .presenters import finding_row, label_case, provenance
+
+PAGE_SIZE = 50
+#: characters of context shown either side of a quoted passage
+CONTEXT = 220
+LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+#: the review form offers the next statuses in this order (reopening last)
+STATUS_ORDER = ("confirmed", "dismissed", "resolved", "open")
+
+
+# --------------------------------------------------------------------------- the queue
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def queue(request: HttpRequest) -> HttpResponse:
+    query = CaseQuery.parse(request.GET)
+    cases = query.apply(DriftCase.objects.select_related("session", "assignee").defer("findings"), request.user)
+    page = Paginator(cases.annotate(comment_count=Count("comments")), PAGE_SIZE).get_page(request.GET.get("page"))
+    ctx: dict[str, Any] = {
+        "query": query,
+        "page": page,
+        "rows": [label_case(c) for c in page.object_list],
+        "page_params": query.params(),
+        "fragment": fragment(request),
+        "statuses": DriftCase.Status.choices,
+        "severities": SEVERITIES,
+        "kinds": FINDING_KINDS,
+    }
+    if not ctx["fragment"]:
+        ctx["reviewers"] = list(reviewers().values_list("username", flat=True)[:500])
+    return render(request, partial(request, "console/drift_queue.html", "results"), ctx)
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+def export(request: HttpRequest) -> StreamingHttpResponse:
+    """Confirmed and resolved cases as JSONL (secrets masked): the regression set ``replay_drift_cases`` reads."""
+    records = regression.export_cases(regression.exportable_cases())
+    lines = (json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="drift-regression-set.jsonl"'
+    return response
+
+
+# --------------------------------------------------------------------------- one case
+
+
+def passage(text: str, quote: str) -> dict[str, str] | None:
+    """``quote`` inside ``text`` with the rest of its line(s) around it (at most ``CONTEXT`` characters a side)."""
+    at = text.find(quote) if quote else -1
+    if at < 0:
+        return None
+    end_of_quote = at + len(quote)
+    start = max(text.rfind("\n", 0, at) + 1, at - CONTEXT)
+    line_end = text.find("\n", end_of_quote)
+    end = min(len(text) if line_end < 0 else line_end, end_of_quote + CONTEXT)
+    before = text[start:at]
+    if not start or text[start - 1] == "\n":
+        before = LIST_MARKER.sub("", before)  # the line's own Markdown bullet is not part of what it says
+    return {
+        "before": ("…" if start and text[start - 1] != "\n" else "") + before,
+        "match": quote,
+        "after": text[end_of_quote:end] + ("…" if end < len(text) and text[end] != "\n" else ""),
+    }
+
+
+def source_texts(case: DriftCase, reveal: bool) -> dict[int, dict[str, Any]]:
+    """The messages the findings quote, by index in the run input: ``{index: {"text", "role"}}`` (one query)."""
+    archive = case.summary.archive
+    wanted = {f.get("message_index") for f in case.findings} - {None}
+    inside = {i for i in wanted if isinstance(i, int) and archive.start <= i < archive.end}
+    keys = {i: archive.message_keys[i - archive.start] for i in inside}
+    outside = {i for i in wanted if isinstance(i, int) and i >= 0} - inside
+    if outside and archive.run_id is not None:  # the run's whole input, only when a finding points outside
+        history = CompressionRun.objects.values_list("input_keys", flat=True).get(pk=archive.run_id)
+        keys |= {i: history[i] for i in outside if i < len(history)}
+    rows = load_messages(keys.values())
+    out = {}
+    for index, key in keys.items():
+        if key in rows:
+            data = rows[key][0]
+            out[index] = {"text": mask_unless_revealed(content_text(data), reveal), "role": str(data.get("role", ""))}
+    return out
+
+
+def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
+    """Each finding as a pair: the archive's passage (with its message) and the summary's."""
+    sources = source_texts(case, reveal)
+    summary_text = mask_unless_revealed(case.summary.text, reveal)
+    pairs = []
+    for finding in case.findings:
+        row = finding_row(finding, case.summary.archive, reveal)
+        index = row["index"]
+        source = sources.get(index) if isinstance(index, int) else None
+        row |= {
+            "role": source["role"] if source else "",
+            "original_passage": passage(source["text"], row["original"]) if source else None,
+            "summary_passage": passage(summary_text, row["summary"]),
+        }
+        pairs.append(row)
+    return pairs
+
+
+def _value(name: str, state: dict[str, Any]) -> Any:
+    value = state.get(name)
+    return labels.label(labels.CASE_STATUSES, str(value), value) if name == "status" else value
+
+
+def history_rows(case: DriftCase) -> list[dict[str, Any]]:
+    rows = []
+    for event in audit.history(case):
+        before, after = event.before or {}, event.after or {}
+        changes = [
+            {
+                "field": labels.label(labels.CASE_FIELDS, name),
+                "before": _value(name, before),
+                "after": _value(name, after),
+            }
+            for name in labels.CASE_FIELDS
+            if name in after and before.get(name) != after.get(name)
+        ]
+        rows.append({"event": event, "label": labels.label(labels.CASE_ACTIONS, event.action), "changes": changes})
+    return rows
+
+
+def get_case(pk: int) -> DriftCase:
+    """A case with what its page shows; the archive's key list (long) loads only when the evidence needs it."""
+    cases = DriftCase.objects.select_related("session", "assignee", "opened_by", "fixed_by", "summary__archive")
+    return get_object_or_404(cases.defer("summary__archive__message_keys"), pk=pk)
+
+
+def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
+    """The review panel: status, holder, verdict and the history of every change."""
+    return {
+        "case": label_case(case),
+        "review_form": extra.pop("review_form", None) or ReviewForm(initial={"status": case.status}),
+        "next_statuses": [s for s in STATUS_ORDER if s in DriftCase.TRANSITIONS[case.status]],
+        "reviewers": list(reviewers().values_list("username", flat=True)[:500]),
+        "history": history_rows(case),
+        **extra,
+    }
+
+
+def comments_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
+    comments = case.comments.select_related("author").prefetch_related("mentions")
+    return {"case": case, "comments": list(comments), "comment_form": CommentForm(), **extra}
+
+
+def fix_context(case: DriftCase, reveal: bool) -> dict[str, Any]:
+    """The fix in place: the archive's other versions (with their drift state) and a re-summarize form."""
+    archive = case.summary.archive
+    versions = list(archive.summaries.exclude(pk=case.summary_id).order_by("-created_at", "-id")[:10])
+    for v in versions:
+        v.serious = drift.serious(v.drift_findings or [])  # type: ignore[attr-defined]
+    #: poll while a version is being written or checked, so its drift state shows up by itself
+    waiting = any(v.status == Summary.Status.PENDING or (v.text and not v.drift_checked_at) for v in versions)
+    return {"case": case, "archive": archive, "versions": versions, "form": ResummarizeForm(), "waiting": waiting}
+
+
+#: htmx requests for one region of the case page get that region (by HX-Target)
+CASE_PARTIALS = {"case-review": "review", "case-comments": "comments", "case-fix": "fix"}
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request", "HX-Target")
+def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    case = get_case(pk)
+    ctx: dict[str, Any] = {"case": label_case(case), **reveal_context(request, case)}
+    reveal = ctx["reveal"]
+    name = region(request, CASE_PARTIALS)
+    if name in ("", "review"):
+        ctx |= review_context(case)
+    if name in ("", "comments"):
+        ctx |= comments_context(case)
+    if name in ("", "fix"):
+        ctx |= fix_context(case, reveal)
+    if not name:
+        summary = case.summary
+        ctx |= {
+            "summary": summary,
+            "archive": summary.archive,
+            "pairs": evidence(case, reveal),
+            "html": render_markdown(summary.text, reveal) if summary.text else "",
+            "prov": provenance(summary, reveal),
+        }
+    return render(request, f"console/drift_case.html#{name}" if name else "console/drift_case.html", ctx)
+
+
+def _answer(request: HtmxHttpRequest, case: DriftCase, template: str, ctx: dict[str, Any], status: int) -> HttpResponse:
+    """After a POST: the changed region for htmx, else back to the case page (errors as a flash message)."""
+    if request.htmx:
+        response = render(request, template, ctx, status=status)
+        return trigger_client_event(response, CASE_CHANGED) if status == 200 else response
+    if status != 200:
+        messages.error(request, ctx.get("error", ""))
+    return see_other(reverse("drift_case", args=[case.pk]))
+
+
+@require_POST
+@permission_required(REVIEW, raise_exception=True)
+def update_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Claim, assign, or change status and verdict (``action`` says which)."""
+    case = get_case(pk)
+    action = request.POST.get("action", "")
+    changes: dict[str, Any] = {}
+    form = None
+    if action == "claim":
+        changes["claim"] = True
+    elif action == "assign":
+        changes["assignee"] = request.POST.get("assignee", "")
+    else:
+        form = ReviewForm(request.POST)
+        if form.is_valid():
+            changes = {"status": form.cleaned_data["status"], "verdict": form.cleaned_data["verdict"]}
+    error, status = "", 200
+    if form is not None and not form.is_valid():
+        error, status = _("Pick a status."), 422
+    else:
+        try:
+            drift.update_drift_case(case.pk, changes, request.user)
+        except ServiceError as exc:
+            error, status = str(exc), exc.status
+    case = get_case(pk)
+    ctx = review_context(case, review_form=form if status != 200 else None, error=error)
+    return _answer(request, case, "console/drift_case.html#review", ctx, status)
+
+
+@require_POST
+@permission_required(REVIEW, raise_exception=True)
+def comment(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    case = get_case(pk)
+    form = CommentForm(request.POST)
+    error, status = "", 200
+    if form.is_valid():
+        try:
+            drift.add_comment(case, form.cleaned_data["body"], form.cleaned_data["quote"], request.user)
+        except ServiceError as exc:
+            error, status = str(exc), exc.status
+    else:
+        error, status = _("Write a comment first."), 422
+    ctx = comments_context(case, error=error)
+    if status != 200:
+        ctx["comment_form"] = form
+    return _answer(request, case, "console/drift_case.html#comments", ctx, status)
+
+
+# --------------------------------------------------------------------------- opening a case by hand
+
+
+@require_POST
+@permission_required(OPEN_CASE, raise_exception=True)
+def open_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    summary = get_object_or_404(Summary.objects.select_related("archive"), pk=pk)
+    form = OpenCaseForm(request.POST)
+    error = ""
+    if form.is_valid():
+        try:
+            case = drift.open_case(summary.pk, **form.cleaned_data, user=request.user)
+        except ServiceError as exc:
+            error = str(exc)
+        else:
+            url = reverse("drift_case", args=[case.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else see_other(url)
+    ctx = {"summary": summary, "open_form": form, "open_error": error}
+    if request.htmx:
+        return render(request, "console/_open_case.html", ctx, status=422)
+    messages.error(request, error or _("The case was not opened: check the form."))
+    return see_other(reverse("summary", args=[summary.pk]) + "#open-case")

@@ -1,0 +1,180 @@
+"""What the summary, archive, compare and drift case pages show of a summary: its provenance label, its
+versions, its facts and drift findings as rows (secrets masked unless revealed, labels translated), and links
+to the message a fact or a finding quotes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from ..display import mask_unless_revealed
+from ..models import Archive, DriftCase, Summary
+from . import labels
+
+
+def source_link(archive: Archive, index: Any) -> str | None:
+    """Where message ``index`` of the run's input is shown: the archive page inside the archive, else the run diff."""
+    if not isinstance(index, int):
+        return None
+    if archive.start <= index < archive.end:
+        return f"{reverse('archive', args=[archive.pk])}?at={index}#a-{index}"
+    if archive.run_id is not None:
+        return f"{reverse('run', args=[archive.run_id])}?at=in-{index}#in-{index}"
+    return None
+
+
+@dataclass
+class Provenance:
+    """Everything the provenance label shows; ``None`` is printed as "—" or "unknown", never left out."""
+
+    generator: str | None
+    model: str | None
+    endpoint: str | None
+    prompt_version: str | None
+    prompt_hash: str | None
+    focus_topic: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    budget_tokens: int | None
+    latency_ms: float | None
+    trigger: str | None
+    created_by: str | None
+
+
+def provenance(summary: Summary, reveal: bool = False) -> Provenance:
+    data = summary.provenance or {}
+    endpoint = data.get("endpoint_host")
+    if not endpoint and data.get("base_url"):
+        endpoint = urlsplit(str(data["base_url"])).hostname
+    if not endpoint and data.get("generator") == "extractive":
+        endpoint = _("offline (no endpoint)")
+    trigger = data.get("trigger")
+    created_by = summary.created_by.get_username() if summary.created_by_id and summary.created_by else None
+    return Provenance(
+        generator=data.get("generator") or None,
+        model=data.get("model") or None,
+        endpoint=endpoint or None,
+        prompt_version=data.get("prompt_version") or None,
+        prompt_hash=data.get("prompt_hash") or None,
+        focus_topic=mask_unless_revealed(str(data["focus_topic"]), reveal) if data.get("focus_topic") else None,
+        input_tokens=data.get("input_tokens"),
+        output_tokens=data.get("output_tokens"),
+        budget_tokens=data.get("budget_tokens"),
+        latency_ms=data.get("latency_ms"),
+        trigger=str(labels.label(labels.TRIGGERS, trigger)) if trigger else None,
+        created_by=created_by or data.get("created_by") or None,
+    )
+
+
+def versions_of(archive: Archive, reveal: bool = False) -> list[Summary]:
+    """The archive's summaries oldest first, numbered v1, v2, ... and with their provenance labels."""
+    rows = list(archive.summaries.select_related("created_by", "parent").order_by("created_at", "id"))
+    numbers = {s.pk: n for n, s in enumerate(rows, 1)}
+    for summary in rows:
+        summary.number = numbers[summary.pk]  # type: ignore[attr-defined]
+        summary.parent_number = numbers.get(summary.parent_id or 0)  # type: ignore[attr-defined]
+        summary.label = provenance(summary, reveal)  # type: ignore[attr-defined]
+    return rows
+
+
+def active_of(versions: list[Summary]) -> Summary | None:
+    return next((s for s in versions if s.status == Summary.Status.ACTIVE), None)
+
+
+def compare_pair(versions: list[Summary], a: Summary | None = None) -> tuple[Summary | None, Summary | None]:
+    """The default comparison: the active version (or the oldest) against the newest other one (with text)."""
+    if a is None:
+        a = active_of(versions) or (versions[0] if versions else None)
+    others = [s for s in versions if a is None or s.pk != a.pk]
+    # the newest version with text; a pending or failed one has nothing to compare yet
+    written = [s for s in others if s.text]
+    newest = (written or others)[-1] if others else None
+    return a, newest
+
+
+def compare_with(versions: list[Summary], summary: Summary) -> Summary | None:
+    """The version to compare ``summary`` with: the active one, or when that is ``summary``, the newest other."""
+    active = active_of(versions)
+    return active if active and active.pk != summary.pk else compare_pair(versions, summary)[1]
+
+
+def fact_rows(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": fact.get("kind") or "",
+            "kind_label": labels.label(labels.FACT_KINDS, fact.get("kind") or ""),
+            "text": mask_unless_revealed(str(fact.get("text") or ""), reveal),
+            "role": fact.get("role") or "",
+            "index": fact.get("source_index"),
+            "link": source_link(summary.archive, fact.get("source_index")),
+        }
+        for fact in summary.facts or []
+    ]
+
+
+def finding_row(finding: dict[str, Any], archive: Archive, reveal: bool) -> dict[str, Any]:
+    """A stored drift finding as the summary, compare and case pages list it: labels translated, quotes masked."""
+    evidence = finding.get("evidence") or {}
+    kind, severity = finding.get("kind") or "", finding.get("severity") or ""
+    index = finding.get("message_index")
+    return {
+        "kind": kind,
+        "kind_label": labels.label(labels.FINDING_KINDS, kind),
+        "severity": severity,
+        "severity_label": labels.label(labels.SEVERITIES, severity),
+        "detail": labels.detail_label(finding),
+        "manual": bool(finding.get("manual")),
+        "original": mask_unless_revealed(str(evidence.get("original") or ""), reveal),
+        "summary": mask_unless_revealed(str(evidence.get("summary") or ""), reveal),
+        "index": index,
+        "link": source_link(archive, index),
+        "key": finding_key(finding),
+    }
+
+
+def finding_rows(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
+    return [finding_row(finding, summary.archive, reveal) for finding in summary.drift_findings or []]
+
+
+def finding_key(finding: dict[str, Any]) -> tuple[str, str]:
+    """Two versions raise "the same" finding when it is of one kind about one quote (the original's, else theirs)."""
+    evidence = finding.get("evidence") or {}
+    return str(finding.get("kind") or ""), str(evidence.get("original") or evidence.get("summary") or "")
+
+
+def split_by_key(a: list[dict[str, Any]], b: list[dict[str, Any]], key: Any) -> dict[str, list[dict[str, Any]]]:
+    """Items only in ``a``, only in ``b`` and in both (by ``key``), each list in its own order."""
+    keys_a, keys_b = {key(x) for x in a}, {key(x) for x in b}
+    return {
+        "only_a": [x for x in a if key(x) not in keys_b],
+        "only_b": [x for x in b if key(x) not in keys_a],
+        "both": [x for x in a if key(x) in keys_b],
+    }
+
+
+def compare_groups(split: dict[str, list[dict[str, Any]]]) -> list[tuple[str, list[dict[str, Any]], str]]:
+    return [
+        (_("Only in A"), split["only_a"], "only-a"),
+        (_("Only in B"), split["only_b"], "only-b"),
+        (_("In both"), split["both"], "both"),
+    ]
+
+
+def label_case(case: DriftCase) -> DriftCase:
+    """Attach the translated labels the templates show."""
+    case.severity_label = labels.label(labels.SEVERITIES, case.severity)  # type: ignore[attr-defined]
+    case.kind_labels = [labels.label(labels.FINDING_KINDS, k) for k in case.kind_list]  # type: ignore[attr-defined]
+    return case
+
+
+def cases_of(summary: Summary) -> list[Any]:
+    return [label_case(c) for c in summary.drift_cases.select_related("assignee").order_by("created_at", "id")]
+
+
+def summary_progress_context(summary: Summary) -> dict[str, Any]:
+    versions = list(summary.archive.summaries.order_by("created_at", "id"))
+    return {"summary": summary, "archive": summary.archive, "compare_a": compare_with(versions, summary)}

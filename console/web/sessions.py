@@ -1,0 +1,321 @@
+"""Sessions: the list (search, filters, sort), one session's live history, "Compress now" and its progress."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.paginator import Paginator
+from django.db.models import Count, F, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseStopPolling, reswap, retarget
+
+from compression import CompressionConfig
+from compression.summary_message import parse_summary_message
+
+from ..display import MessageView, ToolCallView, mask_unless_revealed, may_reveal, message_view
+from ..errors import ServiceError
+from ..models import CompressionRun, DriftCase, Session, SessionEntry, Summary
+from ..queries import SessionQuery
+from ..services import runs as run_service
+from ..services.validation import session_config
+from ..templatetags.run_progress import format_seconds, run_seconds
+from . import COMPRESS, VIEW, int_or_none, labels, reveal_requested, see_other
+from .forms import CompressForm
+from .htmx import HtmxHttpRequest, fragment, partial
+
+PAGE_SIZE = 50
+#: messages shown at once on the session page; ``?start=`` and ``?at=`` pick the window
+WINDOW = 200
+#: runs listed on the session page
+RUNS_SHOWN = 50
+#: run fields that can be megabytes (histories as key lists, per-message reports): never loaded for lists
+HEAVY_RUN_FIELDS = ("input_keys", "output_keys", "pruned", "boundaries", "repair", "stages", "config")
+
+
+def status_label(status: str) -> Any:
+    return labels.label(labels.SESSION_STATUSES, status, status or "—")
+
+
+# --------------------------------------------------------------------------- the list
+
+
+SORT_LABELS = {
+    "updated": gettext_lazy("Updated"),
+    "key": gettext_lazy("Key"),
+    "messages": gettext_lazy("Messages"),
+    "tokens": gettext_lazy("Tokens"),
+}
+
+
+def count_by_session(rows: QuerySet[Any]) -> dict[int, int]:
+    """``{session id: number of rows}`` in one grouped query."""
+    return dict(rows.order_by().values("session_id").annotate(n=Count("id")).values_list("session_id", "n"))
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def session_list(request: HttpRequest) -> HttpResponse:
+    query = SessionQuery.parse(request.GET)
+    sessions = query.apply(
+        Session.objects.only(
+            "id", "key", "channel", "status", "message_count", "token_count", "context_window_tokens", "updated_at"
+        )
+    )
+    page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = list(page.object_list)
+    ids = [s.pk for s in rows]
+    # counted for the rows shown only: one grouped query each, never over every session
+    run_counts = count_by_session(CompressionRun.objects.filter(session_id__in=ids))
+    drift_counts = count_by_session(DriftCase.objects.filter(session_id__in=ids, status=DriftCase.Status.OPEN))
+    for s in rows:
+        s.runs_count = run_counts.get(s.pk, 0)
+        s.open_drift = drift_counts.get(s.pk, 0)
+        s.status_label = status_label(s.status)
+        s.window_used = s.token_count * 100 // max(1, s.context_window_tokens)
+    ctx: dict[str, Any] = {
+        "query": query,
+        "page": page,
+        "rows": rows,
+        "page_params": query.params(),
+        "columns": {
+            name: {"label": label, "link": query.sort_link(name), "current": name == query.sort, "order": query.order}
+            for name, label in SORT_LABELS.items()
+        },
+        "sort_labels": SORT_LABELS,
+    }
+    ctx["fragment"] = fragment(request)
+    if not ctx["fragment"]:
+        # the filter form's choices: only the full page shows the form
+        statuses = Session.objects.order_by("status").values_list("status", flat=True).distinct()
+        channels = Session.objects.exclude(channel="").order_by("channel").values_list("channel", flat=True)
+        ctx["statuses"] = [(value, status_label(value)) for value in statuses]
+        ctx["channels"] = list(channels.distinct()[:500])
+    return render(request, partial(request, "console/sessions.html", "results"), ctx)
+
+
+# --------------------------------------------------------------------------- one session
+
+
+@dataclass
+class CallItem:
+    """A tool call of an assistant message, with the results that answer it in this window."""
+
+    call: ToolCallView
+    anchor: str
+    results: list[TimelineItem] = field(default_factory=list)
+
+
+@dataclass
+class TimelineItem:
+    position: int
+    view: MessageView
+    calls: list[CallItem] = field(default_factory=list)
+    #: for a summary message: its header id, and the stored summary (with its archive range) when there is one
+    summary_id: str = ""
+    summary: Any = None
+
+    @property
+    def anchor(self) -> str:
+        return f"m-{self.position}"
+
+
+def window_start(count: int, start: int | None, at: int | None) -> int:
+    """Where the window begins: around message ``at``, at ``start``, or (by default) on the latest messages."""
+    if at is not None and 0 <= at < count:
+        return at - at % WINDOW
+    if start is None:
+        return max(0, count - WINDOW)
+    return min(max(0, start), max(0, count - 1))
+
+
+def timeline(session: Session, start: int, reveal: bool) -> list[TimelineItem]:
+    """The window's messages, tool results nested under the calls they answer (one query, plus one for markers)."""
+    entries = (
+        SessionEntry.objects.filter(session=session, position__gte=start, position__lt=start + WINDOW)
+        .select_related("message")
+        .order_by("position")
+    )
+    items: list[TimelineItem] = []
+    calls: dict[str, CallItem] = {}
+    markers: dict[str, list[TimelineItem]] = {}
+    for entry in entries:
+        data = entry.message.data
+        view = message_view(entry.message_id, data, reveal=reveal, tokens=entry.message.tokens)
+        item = TimelineItem(entry.position, view)
+        parent = calls.get(view.tool_call_id) if view.role == "tool" and view.tool_call_id else None
+        if parent is not None:
+            parent.results.append(item)
+            continue
+        if view.tool_calls:
+            item.view = replace(view, tool_calls=[])  # the calls are shown below the message, with their results
+            for n, call in enumerate(view.tool_calls, 1):
+                item.calls.append(CallItem(call, f"{item.anchor}-call-{n}"))
+                if call.id:
+                    calls[call.id] = item.calls[-1]
+        if view.is_summary:
+            parsed = parse_summary_message(data)
+            item.summary_id = (parsed[0].get("id", "") if parsed else "")[:64]
+            if item.summary_id:
+                markers.setdefault(item.summary_id, []).append(item)
+        items.append(item)
+    if markers:
+        stored = Summary.objects.filter(summary_id__in=markers).values(
+            "pk", "summary_id", "status", "archive_id", "archive__start", "archive__end"
+        )
+        for row in stored:
+            for item in markers[row["summary_id"]]:
+                item.summary = row
+    return items
+
+
+def _metadata_value(value: Any, reveal: bool) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return mask_unless_revealed(text, reveal)[:200]
+
+
+def _header(session: Session, reveal: bool) -> dict[str, Any]:
+    try:
+        config = session_config(session)
+    except ServiceError:  # a stored window the library refuses: show the defaults' trigger
+        config = CompressionConfig()
+    used = session.token_count * 100 / max(1, session.context_window_tokens)
+    metadata = [
+        (
+            str(k)[:60],
+            mask_unless_revealed(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), reveal)[:200],
+        )
+        for k, v in list((session.metadata or {}).items())[:12]
+        if k != "channel"
+    ]
+    return {
+        "session": session,
+        "status_label": status_label(session.status),
+        "window_used": round(used, 1),
+        "bar_width": min(100, round(used)),
+        "trigger_percent": round(config.trigger_ratio * 100),
+        "max_ineffective": config.max_ineffective_compressions,
+        "metadata": metadata,
+    }
+
+
+def _runs_context(session: Session) -> dict[str, Any]:
+    rows = list(
+        session.runs.defer(*HEAVY_RUN_FIELDS)
+        .select_related("created_by")
+        .annotate(archive_pk=F("archive__id"), archive_start=F("archive__start"), archive_end=F("archive__end"))
+        .order_by("-created_at", "-id")[:RUNS_SHOWN]
+    )
+    for run in rows:
+        run.duration = format_seconds(run_seconds(run))  # type: ignore[attr-defined]
+        start, end = run.archive_start, run.archive_end
+        run.archived = end - start if start is not None and end is not None else None  # type: ignore[attr-defined]
+    # the run a compress request would be given: the oldest one in flight
+    active = next((r for r in reversed(rows) if not r.finished), None)
+    return {"runs": rows, "active_run": active, "runs_total": len(rows)}
+
+
+def _session_context(request: HttpRequest, session: Session, *, reveal: bool, start: int, form: Any = None) -> Any:
+    items = timeline(session, start, reveal)
+    end = min(start + WINDOW, session.message_count)
+    ctx = {
+        "reveal": reveal,
+        "items": items,
+        "start": start,
+        "end": end,
+        "prev_start": max(0, start - WINDOW) if start > 0 else None,
+        "next_start": start + WINDOW if start + WINDOW < session.message_count else None,
+        "window": WINDOW,
+        "reveal_param": "&reveal=1" if reveal else "",
+        "may_reveal": may_reveal(request.user),
+    }
+    ctx.update(_header(session, reveal))
+    if fragment(request):
+        return ctx  # a window of the timeline: nothing else is rendered
+    ctx.update(_runs_context(session))
+    if request.user.has_perm(COMPRESS):
+        ctx["form"] = form or CompressForm(session=session)
+    return ctx
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(Session, pk=pk)
+    reveal = reveal_requested(request, session)
+    at = int_or_none(request.GET.get("at"))
+    start = window_start(session.message_count, int_or_none(request.GET.get("start")), at)
+    if at is not None and not request.htmx and 0 <= at < session.message_count:
+        # a deep link: open the window holding the message and scroll to it (the browser keeps the #fragment)
+        params = request.GET.copy()
+        params.pop("at")
+        params["start"] = str(start)
+        return HttpResponseRedirect(f"{request.path}?{params.urlencode()}#m-{at}")
+    ctx = _session_context(request, session, reveal=reveal, start=start)
+    return render(request, partial(request, "console/session.html", "timeline"), ctx)
+
+
+@require_POST
+@permission_required(COMPRESS, raise_exception=True)
+def compress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(Session, pk=pk)
+    form = CompressForm(request.POST, session=session)
+    if form.is_valid():
+        try:
+            run, created = run_service.request_compression(
+                session.key,
+                user=request.user,
+                trigger=CompressionRun.Trigger.MANUAL,
+                focus_topic=form.cleaned_data["focus_topic"],
+                config=form.overrides() or None,
+            )
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+    if not form.is_valid():
+        if request.htmx:
+            ctx = {"form": form, "session": session}
+            response = render(request, "console/session.html#compress_form", ctx, status=422)
+            return reswap(retarget(response, "#compress-form"), "outerHTML")
+        start = window_start(session.message_count, None, None)
+        ctx = _session_context(request, session, reveal=False, start=start, form=form)
+        return render(request, "console/session.html", ctx, status=422)
+    if request.htmx:
+        ctx = {
+            "run": run,
+            "created": created,
+            "from_session": True,
+            "session": session,
+            "form": CompressForm(session=session),
+        }
+        return render(request, "console/session.html#compress_started", ctx)
+    if not created:
+        messages.info(request, _("A compression of this session was already queued or running; this is its page."))
+    return see_other(reverse("run", args=[run.pk]))
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(CompressionRun.objects.defer(*HEAVY_RUN_FIELDS), pk=pk)
+    from_session = request.GET.get("from") == "session"
+    ctx: dict[str, Any] = {"run": run, "from_session": from_session, "polled": True}
+    if run.finished and from_session:
+        # refresh the session page's run list and header counts too (out of band)
+        session = Session.objects.get(pk=run.session_id)
+        ctx.update(_header(session, reveal=False))
+        ctx.update(_runs_context(session))
+        ctx["oob"] = True
+    # 286 stops htmx polling: the fragment now shows the outcome
+    status = HttpResponseStopPolling.status_code if run.finished else 200
+    return render(request, "console/_run_progress.html", ctx, status=status)

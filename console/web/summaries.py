@@ -1,0 +1,116 @@
+"""The summary page: one summary version with its provenance, facts and drift findings; its progress while
+it is written; promoting it into the live session."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseStopPolling, trigger_client_event
+
+from ..display import render_markdown
+from ..errors import Conflict
+from ..models import Summary
+from ..services.summaries import promote_summary, promotion_preview
+from . import OPEN_CASE, PROMOTE, VIEW, reveal_context, see_other
+from .forms import OpenCaseForm
+from .htmx import SUMMARY_CHANGED, SUMMARY_PROMOTED, HtmxHttpRequest, partial
+from .presenters import (
+    active_of,
+    cases_of,
+    compare_with,
+    fact_rows,
+    finding_rows,
+    summary_progress_context,
+    versions_of,
+)
+
+
+def get_summary(pk: int) -> Summary:
+    return get_object_or_404(
+        Summary.objects.select_related("archive__session", "archive__run", "parent", "created_by"), pk=pk
+    )
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    summary = get_summary(pk)
+    ctx = reveal_context(request, summary)
+    versions = versions_of(summary.archive, ctx["reveal"])
+    this = next(s for s in versions if s.pk == summary.pk)
+    active = active_of(versions)
+    ctx |= {
+        "summary": this,
+        "archive": summary.archive,
+        "session": summary.archive.session,
+        "versions": versions,
+        "active": active,
+        "html": render_markdown(summary.text, ctx["reveal"]) if summary.text else "",
+        "facts": fact_rows(summary, ctx["reveal"]),
+        "findings": finding_rows(summary, ctx["reveal"]),
+        "cases": cases_of(summary),
+        "compare_a": compare_with(versions, this),
+    }
+    if request.user.has_perm(OPEN_CASE) and summary.text:
+        ctx["open_form"] = OpenCaseForm()
+    return render(request, partial(request, "console/summary.html", "summary"), ctx)
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def summary_progress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    summary = get_summary(pk)
+    if not request.htmx:
+        return redirect("summary", pk=summary.pk)
+    response = render(request, "console/_summary_progress.html", summary_progress_context(summary))
+    if summary.status == Summary.Status.PENDING:
+        return response
+    response.status_code = HttpResponseStopPolling.status_code  # done: htmx stops polling
+    return trigger_client_event(response, SUMMARY_CHANGED)
+
+
+# --------------------------------------------------------------------------- promote
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(VIEW, raise_exception=True)
+@vary_on_headers("HX-Request")
+def promote(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    summary = get_summary(pk)
+    if request.method == "GET":
+        ctx = {"preview": promotion_preview(summary), "summary": summary, "archive": summary.archive}
+        return render(request, partial(request, "console/promote.html", "confirm"), ctx)
+    if not request.user.has_perm(PROMOTE):
+        raise PermissionDenied("promoting a summary needs the console.promote_summary permission")
+    try:
+        session = promote_summary(summary.pk, user=request.user)
+    except Conflict as exc:
+        summary = get_summary(pk)
+        ctx = {
+            "error": str(exc),
+            "preview": promotion_preview(summary),
+            "summary": summary,
+            "archive": summary.archive,
+            "latest_archive": summary.archive.session.archives.order_by("-created_at", "-id").first(),
+        }
+        return render(request, partial(request, "console/promote.html", "conflict"), ctx, status=409)
+    summary.refresh_from_db(fields=["status"])
+    if not request.htmx:
+        messages.success(
+            request,
+            _("Promoted: session %(key)s is now at version %(version)s, with this summary in place of the old one.")
+            % {"key": session.key, "version": session.version},
+        )
+        return see_other(reverse("summary", args=[summary.pk]))
+    ctx = {"session": session, "summary": summary, "archive": summary.archive}
+    response = render(request, "console/promote.html#done", ctx)
+    return trigger_client_event(response, SUMMARY_PROMOTED)
