@@ -13,7 +13,28 @@ Findings:
   reported (low), is nowhere in the summary;
 - ``identifier_fabricated`` (medium/low): an identifier in the summary that appears nowhere in the originals;
   a number with its unit that no message holds (medium in a restated limit, else low: it may be derived);
-- ``hedge_lost`` (medium): "suspected missing dependency" became "missing dependency".
+- ``hedge_lost`` (medium): "suspected missing dependency" became "missing dependency";
+- ``progress_fabricated`` (high/medium/low): a claim that something was done ("the migration has been
+  executed", "tests passed, exit code 0", "已部署", "each function is now ≤ 40 lines") that the archive
+  contradicts (high: "迁移没有执行", the last test run failed), or that nothing shows (low; medium for
+  tests that never ran);
+- ``wrong_attribution`` (medium): a statement put in the wrong mouth ("the user suspects ..." when the
+  assistant did; "the user has added a test"; "the user requested approval"), or an error placed where it
+  did not happen ("KeyError in ``fmt_money``").
+
+Standing instructions count as constraints: a command to run keeps its command ("run
+``pytest tests/export -q`` after every change"), a limit its number ("≤ 40 lines", "最多重试三次"); rules
+the agent restates inside the segment ("Understood: staging only, ...") and requests made mid-run must be
+kept too. Errors that appear only in tool output, files the agent wrote, short ids (``D-0``,
+``sofia_kim_7287``) and what a tool showed over a user's limit are identifiers (low when missing). The
+agent harness's own rules quoted in a user turn ("Every response MUST include a tool call") are not the
+user's constraints.
+
+Across languages (a Chinese constraint restated in English, or the reverse), statements are compared
+through :func:`bridge_terms`: a small bilingual lexicon of actions and objects (deploy/部署, modify/修改,
+migration/迁移, test/测试 ...), identifiers and numbers (三次 = 3). A prohibition turned into a plan for
+later ("update the deploy script when ready", "稍后修改") is an inversion; one that names what it waits
+for ("commit after the review") keeps it.
 
 Matching is by key terms (words, crudely stemmed, and CJK characters and bigrams) after
 mapping common synonyms to one word ("touch"/"edit" -> modify, "清理"/"删掉" -> 删除,
@@ -26,17 +47,21 @@ proposal it answers.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from .facts import (
     PINNED_HEADING,
     find_paths,
+    has_error_hint,
     is_approval,
     is_prohibition,
     pinned_facts_of,
+    salient_error_lines,
     split_sentences,
     user_statement_text,
     windowed,
@@ -51,6 +76,8 @@ DRIFT_KINDS = (
     "identifier_missing",
     "identifier_fabricated",
     "hedge_lost",
+    "progress_fabricated",
+    "wrong_attribution",
 )
 
 
@@ -71,6 +98,19 @@ DETAILS: dict[str, str] = {
     "hedge_dropped": "an uncertain statement became a certain one",
     "limit_exceeded": "the summary reports a number past the limit",
     "window_violated": "the summary reports the action in the window",
+    "soft_inversion": "a prohibition became a plan for later (when ready, later, if needed)",
+    "command_dropped": "a command the user asked to run is not in the summary",
+    "request_dropped": "a request the user made is not in the summary",
+    "limit_breach_missing": "what a tool showed over the user's limit is not in the summary",
+    "tool_error_missing": "an error that appears only in tool output is not in the summary",
+    "wrong_speaker": "the summary puts a statement in the wrong mouth (user / assistant)",
+    "error_misplaced": "the summary places an error where it did not happen",
+    "user_did_not": "the summary says the user did what the agent did",
+    "limit_dropped": "a limit the user set is not in the summary with its number",
+    "tests_not_passed": "the summary says the tests passed; the last test run failed",
+    "tests_never_run": "the summary says the tests passed; no test run is in the originals",
+    "progress_contradicted": "the summary claims as done what the originals say was not done",
+    "progress_unsupported": "the summary claims as done what no tool result or message shows",
 }
 
 
@@ -146,9 +186,26 @@ _DONE = (
     r"|added|used|uses|introduced|installed|upgraded|bumped|reverted|sent|replaced|renamed|created|cleaned|purged"
     r"|wiped|executed|migrated|switched|moved|rewr(?:ote|itten)|patched|pushed|shipped|merged|rotated|booked"
     r"|dropped|touched|altered|promised|promises|committed|rolled\s+(?:back|out)|(?:was|were|been|got)\s+run|enabled"
-    r"|turned\s+on|activated)\b"
+    r"|turned\s+on|activated|cancell?ed|refunded|committed|charged|upgraded|reset)\b"
 )
 _REQUEST = re.compile(_REQUEST_CUES + "|" + _DONE, re.I)
+# "when ready", "later", "if needed": a prohibition ("not yet", "don't") turned into a plan for later
+_SOFT = re.compile(
+    r"\b(?:when\s+(?:(?:it\s+is|it'?s|we'?re|we\s+are|you'?re|you\s+are|everything\s+is)\s+)?ready|later(?!\s+than)"
+    r"|if\s+(?:needed|necessary|required)|as\s+needed|when\s+(?:possible|needed|convenient|appropriate)|eventually"
+    r"|at\s+some\s+point|in\s+due\s+course)\b"
+    r"|准备好(?:后|之后|以后|了再|了就|就)?|稍后|晚些|晚点|回头|有需要(?:时|的话)?|必要时|需要时|需要的话|适当时候|合适的时候|之后再|以后再",
+    re.I,
+)
+# an order at the start of a line: "Update the deployment script", "Run the migration"
+_IMPERATIVE = re.compile(
+    r"\s*(?:please\s+|then\s+|next[:,]?\s+)?(?:update|modify|change|edit|touch|deploy|run|execute|apply|delete|remove|drop"
+    r"|restart|migrate|commit|push|merge|refund|cancel|book|send|install|upgrade|roll\s+(?:back|out)|rewrite|release"
+    r"|publish|ship|replace|rename|enable|disable|purge|clean\s+up)\b"
+    r"|\s*(?:请|再|然后|接着|下一步[：:，,]?|接下来[：:，,]?)?(?:修改|改|更新|删除|删|部署|发布|上线|执行|运行|重启|迁移|提交|合并|升级"
+    r"|回滚|退款|取消|替换)",
+    re.I,
+)
 _REQUEST_ZH = re.compile(r"要求|让|请|需要|应该|应当|计划|准备|打算|同意|批准|已经|已|了|将|要|开始|继续|执行|可以")
 # uncertainty in what someone said ("I suspect", "可能")
 _HEDGE = re.compile(
@@ -167,7 +224,7 @@ _HEDGE_KEPT = re.compile(_HEDGE.pattern + r"|\b(?:unconfirmed|unverified|uncheck
 _PENDING = re.compile(
     r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|hasn'?t|haven'?t|isn'?t|wasn'?t|without|pending|await\w*"
     r"|wait(?:s|ed|ing)?\s+for|yet\s+to|rejected|refused|declined|denied)\b|n't\b"
-    r"|没|尚未|还未|未|待|" + _NOT_ZH + r")|拒绝|否决|等.{0,8}(?:确认|同意|批准|决定|通知)",
+    r"|没|尚未|还未|未|待|" + _NOT_ZH + r"|超过|低于|少于|高于)|拒绝|否决|等.{0,8}(?:确认|同意|批准|决定|通知)",
     re.I,
 )
 _ATTRIBUTION = re.compile(
@@ -188,6 +245,23 @@ _CONSTRAINT_EXTRA = re.compile(
     r"|(?:保持|维持)(?:原样|不变)|原封不动",
     re.I,
 )
+# standing instructions and limits: "after every change", "for anything else today", "≤ 40 lines", "每一步之后都"
+_STANDING = re.compile(
+    r"\b(?:after|before)\s+(?:every|each)\s+\w+|\b(?:every|each)\s+time\b|\bwhenever\b|\bfor\s+anything\s+else\b"
+    r"|\bfrom\s+now\s+on\b|[≤≥]\s*\$?\d|<=\s*\$?\d|>=\s*\$?\d|\bhold\s+(?:off|on)\b|,\s*not\s+(?:the|my|a|an)\b"
+    r"|每(?:一)?(?:步|次|个|条)|之后都|以后都|都要|都跑|都运行|都执行",
+    re.I,
+)
+# the agent harness's own rules, quoted in a user turn: not the user's constraints ("Every response MUST ...")
+_HARNESS = re.compile(
+    r"\b(?:every|each)\s+(?:response|reply|turn|message|answer)\b|\b(?:MUST|NEVER|ALWAYS)\b"
+    r"|\btool\s+calls?\b|\bfunction\s+calls?\b|\byou\s+(?:must|should)\s+(?:always\s+)?(?:respond|reply|answer|output)\b"
+    r"|\b(?:as\s+an?\s+)?(?:ai|assistant|agent)\s+(?:you\s+)?(?:must|should|can)\b"
+    r"|每次回复|每条回复|每一轮|必须调用工具|工具调用",
+)
+# a command the user wants run, in backticks: "run `pytest tests/export -q` after every change"
+_COMMAND = re.compile(r"`([^`\n]{3,120})`")
+
 # "只同步已验证的" (the shared patterns know 只能 / 只用 only)
 _REQUIREMENT_EXTRA = re.compile(r"(?<![一两三几每])只(?!是|有|要|好|不过|见|剩|会)[\u4e00-\u9fff]")
 # words that point at what was just proposed: "book this one", "就订这家"
@@ -196,7 +270,8 @@ _DEICTIC = re.compile(r"\b(?:it|this|that|these|those|them)\b|这|那", re.I)
 _NOT_A_CONSTRAINT = re.compile(
     r"\balways\s+(?=(?:in|inside|at|on|after|before|when|with|from|during|within|under|for|the|a|an)\b|\w+s\b)"
     r"|(?:上限|最多|至少)(?=\s*(?:调|改|提|设|降|加|从|升))"
-    r"|能不能|可不可以|要不要|是不是|会不会|行不行|有没有|用不用",
+    r"|能不能|可不可以|要不要|是不是|会不会|行不行|有没有|用不用"
+    r"|\b(?:it'?s|is|are|was|were)\s+only\s+(?:used|called|imported|needed|read|run|referenced)\b",
     re.I,
 )
 # approvals the shared patterns miss: short answers to a proposal ("订吧", "就订这家", "yes, book it")
@@ -210,7 +285,11 @@ _APPROVAL_EXTRA = re.compile(
     re.I,
 )
 _STRONG_ID = re.compile(
-    r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"  # ticket
+    r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?(?![\d.])"  # address: 10.0.3.17:6379
+    r"|\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"  # ticket
+    r"|\b[A-Z]-\d\b"  # short id: D-0
+    r"|\b[a-z]+(?:_[a-z]+)+_\d{2,}\b"  # user id: sofia_kim_7287
+    r"|\b(?=[A-Z0-9]*\d[A-Z0-9]*[A-Z])(?=[A-Z0-9]*[A-Z][A-Z0-9]*\d)[A-Z0-9]{6}\b"  # reservation: NO6JO3, K1NW8N
     r"|\b[GDCZTKY]\d{1,4}\b"  # train
     r"|\b[A-Z]{1,3}\d{6,}\b"  # order, booking reference
     r"|\b[A-Z]-\d{2,5}\b"  # room
@@ -367,6 +446,11 @@ _WRITE_ZH = frozenset(["修改", "删除", "引入", "部署", "执行", "重启
 _VERB_WORDS = _WRITE_EN | _WRITE_ZH | {"creat", "send", "book", "promis", "创建", "发送", "预订", "承诺"}
 #: the same, with the characters of the Chinese ones
 _VERBS = _VERB_WORDS | {ch for word in _VERB_WORDS if _CJK_WORD.fullmatch(word) for ch in word}
+#: the same, as lexicon concepts (see :func:`bridge_terms`)
+_VERB_CONCEPTS = frozenset(
+    ["modify", "delet", "deploy", "run", "add", "restart", "rollback", "replac", "disabl", "creat", "send", "book"]
+    + ["promis", "migrat", "commit", "refund", "cancel", "upgrad", "split", "renam", "merg", "chang"]
+)
 # (not inside numbers: "1,284", "12:40")
 _CLAUSE = re.compile(r"[，;；：]|(?<!\d)[,:]|[,:](?!\d)|\s+-\s+|\binstead\b|\bbut\b|但是|而是|然后")
 # constraints are also cut before their condition: "do not delete X | until Y is verified"
@@ -460,6 +544,151 @@ def key_terms(text: str) -> set[str]:
     return _terms(text)[0]
 
 
+# ---------------------------------------------------------------- across languages
+
+#: a small bilingual lexicon of actions and objects: (concept, English stems, Chinese words). A constraint
+#: said in one language and restated in the other is matched through these concepts, identifiers and numbers
+#: (the Chinese words are looked up after :func:`_normalize`, so 改动 / 更新 / 动 are already 修改)
+_LEXICON = (
+    ("modify", "modify", "修改"),
+    ("delet", "delet deletion", "删除"),
+    ("deploy", "deploy deployment", "部署"),
+    ("run", "run", "执行"),
+    ("add", "add addition", "引入"),
+    ("restart", "restart", "重启"),
+    ("rollback", "rollback", "回滚"),
+    ("replac", "replac replacement", "替换"),
+    ("disabl", "disabl stop", "停用|停止|停下"),
+    ("creat", "creat creation", "创建"),
+    ("send", "send", "发送"),
+    ("book", "book", "预订"),
+    ("promis", "promis", "承诺"),
+    ("migrat", "migrat migration", "迁移"),
+    ("test", "test pytest", "测试|用例"),
+    ("script", "script sh", "脚本"),
+    ("databas", "databas db", "数据库"),
+    ("retry", "retry retri", "重试"),
+    ("commit", "commit", "提交"),
+    ("refund", "refund", "退款|退钱"),
+    ("cancel", "cancel cancell cancellation", "取消"),
+    ("prod", "prod production", "生产|正式环境|线上"),
+    ("stag", "stag", "预发"),
+    ("config", "config configur configuration", "配置"),
+    ("log", "log", "日志"),
+    ("file", "file", "文件"),
+    ("function", "function func", "函数"),
+    ("line", "line", "(?<=\\d)\\s*行|行数|多少行"),
+    ("upgrad", "upgrad", "升级"),
+    ("volum", "volum", "卷"),
+    ("imag", "imag", "镜像"),
+    ("health", "health", "健康"),
+    ("check", "check", "检查"),
+    ("status", "status", "状态"),
+    ("command", "command", "命令"),
+    ("review", "review", "审查|评审|审核|过目"),
+    ("confirm", "confirm", "确认"),
+    ("pay", "pay payment", "付款|支付|付费"),
+    ("gift", "gift", "礼品"),
+    ("card", "card", "卡"),
+    ("credit", "credit", "信用"),
+    ("bag", "bag baggag luggag", "行李"),
+    ("flight", "flight", "航班"),
+    ("order", "order", "订单"),
+    ("address", "address", "地址"),
+    ("lock", "lock", "锁"),
+    ("permiss", "permiss", "权限"),
+    ("refus", "refus deni", "拒绝"),
+    ("servic", "servic", "服务"),
+    ("ticket", "ticket", "工单|变更单"),
+    ("cache", "cach cache", "缓存"),
+    ("export", "export", "导出"),
+    ("split", "split", "拆分|拆成|拆开"),
+    ("renam", "renam", "重命名|改名"),
+    ("merg", "merg", "合并"),
+    ("return", "return", "返程|回程|退货"),
+    ("exchang", "exchang", "换货"),
+    ("item", "item", "商品"),
+    ("email", "email", "邮件|邮箱"),
+    ("phone", "phone", "电话|手机"),
+    ("user", "user", "用户"),
+    ("backup", "backup", "备份"),
+    ("monitor", "monitor", "监控"),
+    ("alert", "alert", "告警|报警"),
+    ("secret", "secret", "密钥|密码"),
+    ("branch", "branch", "分支"),
+    ("pod", "pod", "pod"),
+    ("tail", "tail", "末尾|结尾|最后几行"),
+    ("output", "output", "输出"),
+    ("step", "step", "每一步|每步|步骤"),
+    ("chang", "chang", "改完|改动后|修改后"),
+    ("hour", "hour hr", "小时"),
+    ("minut", "minut min", "分钟"),
+    ("half", "half", "半"),
+    ("week", "week", "周|星期"),
+    ("today", "today", "今天"),
+    ("date", "date", "明天|日期|到账时间"),
+    ("chase", "chase urg remind nudg", "催"),
+    ("shipment", "shipment deliveri logist track", "物流|快递|发货|运输"),
+    ("conclus", "conclus conclud", "结论"),
+    ("quantiti", "quantiti", "数量"),
+    ("round", "round", "舍入|四舍五入|取整"),
+    ("discount", "discount", "折扣"),
+    ("tax", "tax", "税"),
+    ("level", "level", "级别"),
+    ("limit", "limit", "限制|上限"),
+    ("timeout", "timeout", "超时"),
+    ("password", "password", "密码"),
+    ("account", "account", "账号|账户"),
+    ("price", "price cost", "价格|费用|价钱"),
+    ("total", "total", "总共|总计|合计"),
+)
+# (each English word by itself and by its stem, as :func:`key_terms` writes it)
+_BRIDGE_EN: dict[str, str] = {stem: concept for concept, stems, _ in _LEXICON for stem in stems.split()}
+for _concept, _stems, _ in _LEXICON:
+    for _word in _stems.split():
+        _BRIDGE_EN.setdefault(_stem(_word), _concept)
+_BRIDGE_ZH = tuple((re.compile(words), concept) for concept, _, words in _LEXICON)
+_NUMBER_WORDS = {"one": "1", "once": "1", "two": "2", "twice": "2", "three": "3", "thrice": "3", "four": "4"}
+_NUMBER_WORDS |= {"five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
+_ZH_DIGITS = {"一": "1", "两": "2", "二": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8"}
+_ZH_DIGITS |= {"九": "9", "十": "10"}
+_ZH_NUMBER = re.compile(r"([一两二三四五六七八九十])(?=次|个|行|天|条|分钟|小时|秒|遍|台|间|张|晚|人)")
+_EN_NUMBER = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+_DIGITS = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]\d)")
+
+
+def is_chinese(text: str) -> bool:
+    """Whether ``text`` is written in Chinese (a share of CJK characters, not an identifier in a quote)."""
+    cjk = len(_CJK.findall(text))
+    return cjk >= 2 and cjk * 3 >= len(re.sub(r"\s", "", text)) * 0.5
+
+
+def bridge_terms(text: str) -> set[str]:
+    """The language-neutral terms of ``text``: lexicon concepts, numbers, and its identifiers (every ASCII term
+    of a Chinese text; the identifier-like ones of an English text).
+
+    "先不要修改部署脚本 deploy.sh" and "don't modify the deployment script deploy.sh" share
+    ``{"modify", "deploy", "script", "deploy.sh"}``.
+    """
+    terms, anchors = _terms(text)
+    chinese = is_chinese(text)
+    out = {_BRIDGE_EN[t] for t in terms if t in _BRIDGE_EN}
+    out |= {t for t in terms if t.isascii()} if chinese else anchors
+    # "deploy.sh" is a deploy script; "rates.py" a file
+    for t in anchors:
+        if t.endswith((".sh", ".bash", ".ps1")):
+            out.add("script")
+        if re.fullmatch(r"\d{3,}_[a-z][a-z0-9_]*", t):  # 0042_add_index, 0057_split_orders: a migration
+            out.add("migrat")
+    if _CJK.search(text):
+        normalized = _normalize(text)
+        out |= {concept for pattern, concept in _BRIDGE_ZH if pattern.search(normalized)}
+        out |= {_ZH_DIGITS[m.group(1)] for m in _ZH_NUMBER.finditer(text)}
+    out |= {_NUMBER_WORDS[m.group(1).lower()] for m in _EN_NUMBER.finditer(text)}
+    out |= set(_DIGITS.findall(text))
+    return out
+
+
 def _is_hard_negation(sentence: str) -> bool:
     """A prohibition cue proper (not / never / 不要 ...), as opposed to a requirement cue (only / 必须)."""
     return bool(_HARD_NEG_EN.search(sentence) or _HARD_NEG_ZH.search(sentence))
@@ -471,12 +700,18 @@ def is_negated(sentence: str) -> bool:
 
 
 def _is_request(sentence: str) -> bool:
-    return bool(_REQUEST.search(sentence) or _REQUEST_ZH.search(sentence))
+    return bool(
+        _REQUEST.search(sentence)
+        or _REQUEST_ZH.search(sentence)
+        or _SOFT.search(sentence)
+        or _IMPERATIVE.match(sentence)
+    )
 
 
 def _is_constraint(sentence: str) -> bool:
-    """A user's prohibition or requirement (the shared patterns, plus "X stays untouched"; not "always in f()")."""
-    if _CONSTRAINT_EXTRA.search(sentence) or _REQUIREMENT_EXTRA.search(sentence):
+    """A user's prohibition or requirement (the shared patterns, plus "X stays untouched" and standing
+    instructions such as "run X after every change" or "≤ 40 lines"; not "always in f()")."""
+    if _CONSTRAINT_EXTRA.search(sentence) or _REQUIREMENT_EXTRA.search(sentence) or _STANDING.search(sentence):
         return True
     return is_prohibition(_NOT_A_CONSTRAINT.sub(" ", sentence))
 
@@ -616,14 +851,54 @@ def _constraint(text: str, index: int | None) -> _Statement:
     return _Statement(text, index, terms, core, anchors & core, verbs=verbs)
 
 
-def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statement], list[_Statement]]:
-    """(constraints, approvals) said by users in ``messages``, plus those pinned in earlier summaries.
+_ACKNOWLEDGED = re.compile(
+    r"^\s*(?:understood|noted|got\s+it|will\s+do|sure|ok(?:ay)?|明白|收到|好的|了解|知道了)\s*[:：,，.。!！]\s*(?P<rules>.+)",
+    re.I | re.S,
+)
+
+
+# a user's request made mid-run: "Also, can you add one checked bag?", "顺便把日志级别改成 INFO"
+_REQUEST_TURN = re.compile(
+    r"^\W*(?:(?:also|and|btw|great|ok(?:ay)?|one\s+more\s+thing|while\s+you'?re\s+(?:at\s+it|in\s+there))[,.:!]?\s+)*"
+    r"(?:(?:can|could|would)\s+you\s+(?:please\s+)?|please\s+)?"
+    r"(?:add|open|fix|split|rename|prepare|check|write|create|change|update|book|cancel|refund|send|look\s+(?:at|into)"
+    r"|find|run|rebook|upgrade|move|switch|set|make)\b"
+    r"|^\W*(?:顺便|另外|还有|再|先|那就|好，)?(?:帮我|请|麻烦你?)?(?:把|准备|查一下|看一下|查查|改成|加一|添加|拆|建|开一?个|写|发)",
+    re.I,
+)
+
+
+def _content_words(sentence: str) -> set[str]:
+    """Key terms of ``sentence`` beyond its verbs and single CJK characters."""
+    return {t for t in key_terms(sentence) - _VERBS if not (len(t) == 1 and _CJK.match(t))}
+
+
+def _acknowledged(text: str) -> list[str]:
+    """The rules an agent's acknowledgement restates ("Understood: staging only, at most 3 retries."): each
+    constraint-shaped item of its first sentence."""
+    m = _ACKNOWLEDGED.match(text)
+    if m is None:
+        return []
+    first = split_sentences(m.group("rules"))[:1]
+    items = [i.strip(" .。") for part in first for i in re.split(r"[,，;；、]|\band\b", part)]
+    return [i for i in items if len(i) >= 4 and (_is_constraint(i) or _STANDING.search(i)) and not _HARNESS.search(i)]
+
+
+def _user_turns(
+    messages: Sequence[dict[str, Any]],
+) -> tuple[list[_Statement], list[_Statement], list[_Statement]]:
+    """(constraints, approvals, requests) said by users in ``messages``, plus those pinned in earlier summaries.
+
+    A request is a turn asking for something ("Also, can you add one checked bag?", "顺便把日志级别改成 INFO").
 
     A short approval ("yes, go ahead", "订吧") also gets the terms of the proposal it answers
     (the end of the assistant message before it).
     """
     constraints: list[_Statement] = []
     approvals: list[_Statement] = []
+    requests: list[_Statement] = []
+    # the first user turn is the task, not a request made mid-run
+    first_user = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), -1)
     seen: set[str] = set()
     proposal = ""
     for index, m in enumerate(messages):
@@ -642,16 +917,25 @@ def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statemen
         if m.get("role") == "assistant":
             text = content_text(m)
             proposal = " ".join(split_sentences(text[-1_000:])[-2:]) if text.strip() else proposal
+            # "Understood: staging only, pods listed after each step, at most 3 retries": the user's rules,
+            # said before the segment and restated by the agent inside it
+            for rule in _acknowledged(text):
+                if rule not in seen:
+                    seen.add(rule)
+                    constraints.append(_constraint(rule, index))
             continue
         if m.get("role") != "user":
             continue
         text = user_statement_text(content_text(m))  # the text facts.py reads (edges of pasted output)
         for sentence in split_sentences(text):
-            if sentence in seen:
+            if sentence in seen or _HARNESS.search(sentence):
                 continue
             if _is_constraint(sentence):
                 seen.add(sentence)
                 constraints.append(_constraint(sentence, index))
+            elif index > first_user and _REQUEST_TURN.search(sentence) and len(_content_words(sentence)) >= 3:
+                seen.add(sentence)
+                requests.append(_Statement(sentence, index, key_terms(sentence)))
             elif _is_approval(sentence):
                 seen.add(sentence)
                 own = key_terms(sentence)
@@ -659,6 +943,12 @@ def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statemen
                 refers = len(words) <= 2 or _DEICTIC.search(sentence)
                 terms = own | key_terms(proposal) if proposal and refers and len(text) <= 60 else own
                 approvals.append(_Statement(sentence, index, terms, own))
+    return constraints, approvals, requests
+
+
+def _user_statements(messages: Sequence[dict[str, Any]]) -> tuple[list[_Statement], list[_Statement]]:
+    """(constraints, approvals) said by users in ``messages`` (see :func:`_user_turns`)."""
+    constraints, approvals, _ = _user_turns(messages)
     return constraints, approvals
 
 
@@ -672,6 +962,44 @@ def _corpus(messages: Iterable[dict[str, Any]]) -> str:
             if isinstance(call, dict):
                 parts.append(call_arguments(call))
     return "\n".join(parts)
+
+
+def _calls(messages: Sequence[dict[str, Any]]) -> list[tuple[int, str, str]]:
+    """(index, the call's name and arguments, its result) of every tool call in ``messages``."""
+    results = {
+        m.get("tool_call_id"): content_text(m)
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id")
+    }
+    out = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict):
+            continue
+        for call in m.get("tool_calls") or ():
+            if isinstance(call, dict):
+                name = str((call.get("function") or {}).get("name") or call.get("name") or "")
+                out.append((index, f"{name} {call_arguments(call)[:2_000]}", results.get(call.get("id"), "")))
+    return out
+
+
+def _written_paths(message: dict[str, Any]) -> set[str]:
+    """The files a message's tool calls write (``write_file`` / ``edit_file`` with a ``path``)."""
+    out = set()
+    for call in message.get("tool_calls") or ():
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function") or {}
+        name = str(function.get("name") or "")
+        if not re.search(r"write|edit|patch|create|replace|apply", name, re.I):
+            continue
+        try:
+            args = json.loads(call_arguments(call))
+        except ValueError:
+            continue
+        path = args.get("path") or args.get("file_path") or args.get("filename") if isinstance(args, dict) else None
+        if isinstance(path, str) and "/" in path and "." in path.rsplit("/", 1)[-1]:
+            out.add(path)
+    return out
 
 
 # ---------------------------------------------------------------- checks
@@ -702,9 +1030,28 @@ def _whole(s: _Statement) -> list[_Clause]:
     ]
 
 
+# a prohibition for now ("not yet", "first", "先", "暂时") ...
+_TEMPORAL = re.compile(r"\b(?:yet|first|for\s+now|until|before|wait)\b|先|暂时|暂不|之前|等", re.I)
+# ... is kept by a summary that names what it waits for ("after reviewing", "once ops confirms", "等用户确认后")
+_WAIT_KEPT = re.compile(
+    r"\b(?:after|once|as\s+soon\s+as|following)\s+(?!(?:it'?s|we'?re|you'?re|everything\s+is|ready)\b)\w+"
+    r"|等.{1,16}(?:之后|以后|后|再)|(?:审查|确认|评审|批准|review|看过|看完)(?:之后|以后|后)",
+    re.I,
+)
+
+
+_FACT_ONLY = re.compile(
+    r"\b(?:qualif(?:y|ies|ied)|eligible|entitled|would\s+be|is\s+possible|can\s+be|could\s+be)\b|符合|有资格|可以申请",
+    re.I,
+)
+
+
 def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> bool:
     """Whether ``s`` states the action of ``c`` without its negation (the whole sentence, or one clause of it)."""
     if c.text in s.text:  # the constraint restated verbatim (a summary quoting the user's turn) inverts nothing
+        return False
+    # "don't commit yet, I want to look at the diff first" -> "commit after the review": the wait is kept
+    if _TEMPORAL.search(c.text) and _WAIT_KEPT.search(s.text) and not _SOFT.search(s.text):
         return False
     action = c.action
     verbs = c.verbs
@@ -713,7 +1060,8 @@ def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> boo
         _overlap(action, s.terms) >= strict
         and (not objects or _overlap(objects, s.terms) >= MATCH)  # not the verb alone: "订 A 座" vs "订了 B-502"
         and not _negates(s, action)
-        and (_is_request(s.text) or not restated)
+        # a fact about the object ("Ivan qualifies for a full refund") is no request to do it
+        and (_is_request(s.text) or (not restated and not _FACT_ONLY.search(s.text)))
     ):
         return True
     # one clause reports the action as done or requested, whatever the other clauses negate; there any change
@@ -757,7 +1105,98 @@ def _restates(c: _Statement, s: _Statement) -> bool:
     return False
 
 
-def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
+@lru_cache(maxsize=4096)
+def _hay(text: str) -> frozenset[str]:
+    """What a text offers a statement in the other language: its bridge terms, and its English words."""
+    bridge = bridge_terms(text)
+    return frozenset(bridge if is_chinese(text) else bridge | key_terms(text))
+
+
+@lru_cache(maxsize=4096)
+def _needle(text: str) -> frozenset[str]:
+    return frozenset(bridge_terms(text))
+
+
+def _cross(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are in different languages (Chinese and English)."""
+    return is_chinese(a) != is_chinese(b)
+
+
+def _x_about(needle: frozenset[str], s: _Statement) -> bool:
+    """A sentence in the other language about the statement whose bridge terms are ``needle``."""
+    common = needle & _hay(s.text)
+    return len(common) >= min(2, len(needle)) and _overlap(set(needle), set(common)) >= MATCH
+
+
+def _x_negates(s: _Statement, needle: frozenset[str], cue: re.Pattern[str] | None = None) -> bool:
+    test = cue.search if cue is not None else is_negated
+    return any(test(clause.text) and needle & _hay(clause.text) for clause in _whole(s))
+
+
+def _with_files(hay: set[str], needle: set[str]) -> set[str]:
+    """``hay``, plus the scripts of ``needle`` it names in words: "the deploy script" names ``deploy.sh``."""
+    for term in needle:
+        name, dot, ext = term.rpartition(".")
+        if dot and ext in ("sh", "bash", "ps1") and "script" in hay and _stem(name.rsplit("/", 1)[-1]) in hay:
+            hay.add(term)
+    return hay
+
+
+def _core_text(sentence: str) -> str:
+    """The clauses of a constraint that carry it, without their conditions (see :func:`core_terms`)."""
+    clauses = [c for part in _clauses(sentence) for c in _CONDITION.split(part) if c.strip()]
+    carrying = [c for c in clauses if _is_constraint(c)]
+    carrying = [c for c in carrying if _is_prohibitive(c)] or carrying
+    if len(clauses) < 2 or not carrying or len(carrying) == len(clauses):
+        return sentence
+    return "，".join(carrying)
+
+
+def _x_inverts(c: _Statement, s: _Statement) -> bool:
+    """``s``, in the other language, states the forbidden action of ``c`` as requested, planned or done:
+    its verb and (nearly) all its objects, by concept, number and identifier."""
+    action = _needle(_core_text(c.text))
+    verbs = {_BRIDGE_EN.get(v, v) for v in c.verbs} | {
+        concept for v in c.verbs for pattern, concept in _BRIDGE_ZH if _CJK.match(v) and pattern.search(v)
+    }
+    # (a verb the word lists do not know, by its concept: "不要取消 #W1192604", "don't cancel my flight")
+    verbs = {v for v in verbs if v.isascii()} or set(action & _VERB_CONCEPTS)
+    objects = set(action) - verbs - _VERB_CONCEPTS
+    if not verbs or not objects:
+        return False
+    for clause in _whole(s):
+        if clause.negated or clause.hedged or not clause.request:
+            continue
+        hay = _with_files(set(_hay(clause.text)), objects)
+        if clause.done & (_WRITE_EN | _WRITE_ZH):
+            hay.add("modify")
+        if verbs <= hay and _overlap(objects, hay) >= (1.0 if len(objects) <= 2 else INVERT_MATCH):
+            return True
+    return False
+
+
+def _echo_index(prose: list[_Statement], messages: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Which prose sentences repeat an assistant's sentence nearly word for word, and from which message."""
+    said = [
+        (index, key_terms(t))
+        for index, m in enumerate(messages)
+        if isinstance(m, dict) and m.get("role") == "assistant"
+        for t in split_sentences(windowed(content_text(m), 6_000, 4_000))
+    ]
+    out: dict[str, int] = {}
+    for s in prose:
+        if len(s.terms) < 4:
+            continue
+        hit = next((i for i, t in said if _overlap(s.terms, t) >= 0.8 and _overlap(t, s.terms) >= 0.8), None)
+        if hit is not None:
+            out[s.text] = hit
+    return out
+
+
+def _check_constraint(
+    c: _Statement, prose: list[_Statement], pinned: str, summary: str, echoes: dict[str, int] | None = None
+) -> DriftFinding | None:
+    """``echoes``: prose sentence -> the archived message it repeats (see :func:`_echo_index`)."""
     if len(c.terms) == 0:
         return None
     bound = _check_bound(c, prose)
@@ -768,22 +1207,92 @@ def _check_constraint(c: _Statement, prose: list[_Statement], pinned: str, summa
     action = c.action
     about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(action, s.terms) >= INVERT_MATCH]
     negated = [s for s in about if _negates(s, action)] or [s for s in prose if _restates(c, s)]
+    if _TEMPORAL.search(c.text):  # "commit after the review" keeps "don't commit yet"
+        negated += [s for s in about if _WAIT_KEPT.search(s.text) and not _SOFT.search(s.text)]
+    needle = _needle(_core_text(c.text))
+    other = [s for s in prose if _cross(c.text, s.text)]
+    negated += [s for s in other if _x_about(needle, s) and _x_negates(s, needle)]
     strict = 1.0 if len(action) <= 3 else INVERT_MATCH
     for s in prose:
         # stated without its negation, as requested/planned/done: inverted, whatever else the summary says
-        if _inverts(c, s, strict, bool(negated)):
-            return _finding("constraint_inverted", c, s.text, "negation_missing")
+        if c.index is not None and echoes and echoes.get(s.text, 1 << 30) < c.index:
+            continue  # it repeats what happened before the user said so: history, not an inversion
+        if _inverts(c, s, strict, bool(negated)) or _x_inverts(c, s):
+            code = "soft_inversion" if _SOFT.search(s.text) else "negation_missing"
+            return _finding("constraint_inverted", c, s.text, code)
     if c.text in summary or negated:
         return None
     if pinned and c.text in pinned:
         return None
-    return _finding("constraint_dropped", c, "", "not_restated")
+    # "先别下结论", "don't worry": no action and nothing named, a note
+    vague = not (c.anchors or (_needle(c.text) & _VERB_CONCEPTS) or c.verbs)
+    return _finding("constraint_dropped", c, "", "not_restated", "low" if vague else "high")
+
+
+def _command_kept(command: str, text: str) -> bool:
+    """Whether ``text`` has ``command`` (its words, flags aside, on one line)."""
+    words = [w for w in command.split() if not w.startswith("-")] or command.split()
+    return any(all(w in line for w in words) for line in text.splitlines())
+
+
+def _limit_numbers(text: str) -> set[str]:
+    """The numbers of a limit ("≤ 40 lines", "最多重试三次": 3), as :func:`bridge_terms` writes them."""
+    if not (
+        _BOUND.search(text) or _STANDING.search(text) or re.search(r"最多|不超过|以内|上限|at\s+most|no\s+more", text)
+    ):
+        return set()
+    return {t for t in bridge_terms(text) if t.replace(".", "").isdigit()}
+
+
+def _check_standing(c: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
+    """A standing instruction keeps its command ("run `pytest tests/export -q` after every change": the summary
+    names the command), and a limit its number ("≤ 40 lines", "最多重试三次")."""
+    if c.text in summary:
+        return None
+    for command in _COMMAND.findall(c.text):
+        if not _command_kept(command, summary):
+            return _finding("constraint_dropped", c, "", "command_dropped")
+    numbers = _limit_numbers(c.text)
+    if numbers:
+        # the number, said of the same thing (one shared word is enough: the number is the strong part)
+        words = (set(_needle(c.text)) | c.terms) - numbers
+        if not any(numbers & _needle(line) and (not words or words & _hay(line)) for line in summary.splitlines()):
+            return _finding("constraint_dropped", c, "", "limit_dropped")
+    return None
+
+
+def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
+    """A request made mid-run that the summary does not mention (done or still to do)."""
+    if r.text in summary:
+        return None
+    # the ask, without its reasons ("顺便把日志级别改成 INFO | 现在 DEBUG 日志太多了")
+    ask = _clauses(r.text)[0] if len(_clauses(r.text)) > 1 and len(_content_words(_clauses(r.text)[0])) >= 2 else r.text
+    needle = _needle(ask)
+    terms, ids = _terms(ask)
+    if ids and any(ids & s.terms for s in prose):  # it names what it is about: "工单 OPS-2291 已创建"
+        return None
+    for s in prose:
+        if _cross(r.text, s.text):
+            if _x_about(needle, s):
+                return None
+        elif _overlap(terms - _VERBS, s.terms) >= MATCH:
+            return None
+    # a question to look something up ("check which architecture the runner uses") is answered, not kept: a note
+    lookup = re.match(
+        r"\W*(?:can\s+you\s+|please\s+)?(?:check|look|find|see)\b|\W*(?:查一下|看一下|查查|看看)", ask, re.I
+    )
+    return _finding("constraint_dropped", r, "", "request_dropped", "low" if lookup else "medium")
 
 
 def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summary: str) -> DriftFinding | None:
     """A positive constraint ("only use staging", "必须先备份"): inverted only when the summary negates it."""
+    standing = _check_standing(c, prose, summary)
+    if standing is not None:
+        return standing
     core = c.action
     about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(core, s.terms) >= INVERT_MATCH]
+    needle = _needle(c.text)
+    about += [s for s in prose if _cross(c.text, s.text) and _x_about(needle, s)]
     for s in prose:
         negates = _overlap(core, s.terms) >= INVERT_MATCH and _negates(s, core, _HARD_NEG)
         # or a negated clause that is all about the requirement ("不再保留兼容层" for "必须保留兼容层 ...")
@@ -886,32 +1395,93 @@ def _widens(c: _Statement, s: _Statement) -> bool:
     )
 
 
+_ACK_WORDS = frozenset(
+    {_stem(w) for w in ["sound", "sounds", "good", "ok", "okay", "fine", "great", "thanks", "yes", "sure"]}
+    | set("好的行嗯")
+)
+
+
+def _grants(s: _Statement) -> bool:
+    """A clause of ``s`` states the approval ("approved, but not executed yet": the wait is for something else)."""
+    return len(_whole(s)) > 1 and any(_is_approval(c.text) and not _PENDING.search(c.text) for c in _whole(s))
+
+
 def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
     if not a.terms:
         return None
     own = a.core or a.terms
     about = [s for s in prose if _overlap(a.terms, s.terms) >= MATCH or _overlap(own, s.terms) >= INVERT_MATCH]
+    needle = _needle(a.text)
+    other = [s for s in prose if _cross(a.text, s.text) and _x_about(needle, s)]
+    # the same language, by concept too: "run a migration on staging" is about "approve running 0042_add_index"
+    other += [s for s in prose if not _cross(a.text, s.text) and len(needle) >= 3 and _x_about(needle, s)]
     if a.text not in summary and not _PENDING.search(a.text):
         for s in about:
             # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
-            if _negates(s, a.terms, _PENDING):
+            if _negates(s, a.terms, _PENDING) and not _grants(s):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
+        for s in other:
+            if _x_negates(s, needle, _PENDING) and not _grants(s):
+                return _finding("constraint_inverted", a, s.text, "approval_refused")
+    about += other
     if a.text in summary or about:
         return None
-    return _finding("constraint_dropped", a, "", "approval_lost", "medium")
+    # "Sounds good." to a plan is an acknowledgement more than a permission: a note
+    ack = not (a.core or set()) - _ACK_WORDS
+    return _finding("constraint_dropped", a, "", "approval_lost", "low" if ack else "medium")
+
+
+_NO_RULES = re.compile(
+    r"\bpinned\s+facts\b|\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?(?:constraints?|preferences?|rules?)\b"
+    r"|没有(?:特别的|具体的|明确的|其他)?(?:约束|限制|要求)",
+    re.I,
+)
+
+
+_ALLOWED = re.compile(r"\b(?:allow(?:s|ed)?|permitted)\s+to\b|允许|准许", re.I)
+
+
+def _rule_sentences(prose: str) -> set[str]:
+    """The sentences under a constraints heading ("## Constraints and preferences"): rules by where they stand."""
+    out: set[str] = set()
+    inside = False
+    for line in prose.splitlines():
+        if line.lstrip().startswith("#"):
+            inside = bool(re.search(r"constraint|约束|限制", line, re.I))
+            continue
+        if inside:
+            line = re.sub(r"^\s*(?:[-*]\s+|\d+[.)]\s+)", "", line.strip())
+            out.update(split_sentences(line))
+    return out
 
 
 def _check_fabricated(
-    prose: list[_Statement], pinned: str, constraints: list[_Statement], approvals: list[_Statement], corpus: str
+    prose: list[_Statement],
+    pinned: str,
+    constraints: list[_Statement],
+    approvals: list[_Statement],
+    corpus: str,
+    rules: frozenset[str] = frozenset(),
 ) -> list[DriftFinding]:
     findings = []
     given = constraints + approvals
     for s in prose:
-        claims_constraint = (_is_constraint(s.text) or _CLAIM_EXTRA.search(s.text)) and _ATTRIBUTION.search(s.text)
-        claims_approval = _is_approval(s.text) and _ATTRIBUTION.search(s.text) and not is_negated(s.text)
+        # under a constraints heading a prohibition needs no "the user said" ("The tool should not apply X")
+        attributed = _ATTRIBUTION.search(s.text) or (
+            s.text in rules and _is_prohibitive(s.text) and not _NO_RULES.search(s.text)
+        )
+        claims_constraint = (_is_constraint(s.text) or _CLAIM_EXTRA.search(s.text)) and attributed
+        if _NO_RULES.search(s.text):  # "约束与批准见 Pinned facts": a pointer, no rule
+            continue
+        granted = _is_approval(s.text) or bool(_ALLOWED.search(s.text))
+        claims_approval = granted and (_ATTRIBUTION.search(s.text) or s.text in rules) and not is_negated(s.text)
         if not (claims_constraint or claims_approval) or len(s.terms) < 2:
             continue
         if any(_overlap(s.terms, g.terms) >= MATCH or _overlap(g.terms, s.terms) >= MATCH for g in given):
+            continue
+        other = [g for g in given if _cross(s.text, g.text)]
+        restated = (_x_about(_needle(g.text), s) or _x_about(_needle(s.text), g) for g in other)
+        if any(restated):
             continue
         if s.text in corpus:
             continue
@@ -945,6 +1515,7 @@ def _identifiers(text: str, *, strong_only: bool = False) -> set[str]:
     if strong_only:
         return found
     found.update(p for p in find_paths(text) if "/" in p and "." in p.rsplit("/", 1)[-1])
+    found.update(_TEST_ID.findall(text))  # tests/export/test_money.py::case_4
     found.update(m.group(0) for m in _FUNCTION.finditer(text))
     found.update(m.group(0) for m in _QUANTITY.finditer(text))
     return found
@@ -975,6 +1546,17 @@ def _is_in(ident: str, text: str) -> bool:
     return ident in text
 
 
+def _rooted(path: str, corpus: str) -> bool:
+    """A known relative path under a known directory: "/srv/app/billing/tax.py" for "billing/tax.py" in /srv/app."""
+    parts = path.split("/")
+    for cut in range(1, len(parts) - 1):
+        root, rest = "/".join(parts[:cut]), "/".join(parts[cut:])
+        # the root named as a directory of its own ("working in /srv/app"), not as a prefix ("/v1/health")
+        if root and "/" in rest and rest in corpus and re.search(re.escape(root) + r"(?![\w/-])", corpus):
+            return True
+    return False
+
+
 def _check_identifiers(
     messages: Sequence[dict[str, Any]], constraints: list[_Statement], summary: str, corpus: str
 ) -> list[DriftFinding]:
@@ -986,7 +1568,11 @@ def _check_identifiers(
         # what users gave, and the tickets/versions/error codes the assistant reported (tool output is not read)
         by_user = m.get("role") == "user"
         text = user_statement_text(content_text(m)) if by_user else windowed(content_text(m), 6_000, 4_000)
-        for ident in sorted(_identifiers(text, strong_only=not by_user)):
+        ids = _identifiers(text, strong_only=not by_user)
+        if not by_user:  # the files the assistant named ("also imported by scripts/backfill_2025.py") or wrote
+            ids |= {p for p in find_paths(text) if "/" in p and "." in p.rsplit("/", 1)[-1] and not p.startswith("/")}
+            ids |= _written_paths(m)
+        for ident in sorted(ids):
             if not _is_in(ident, summary):
                 findings.append(
                     DriftFinding(
@@ -1003,7 +1589,7 @@ def _check_identifiers(
     findings = list(unique.values())
     prose, _ = _split_summary(summary)
     for ident in sorted(_identifiers(prose) - {q.group(0) for q in _QUANTITY.finditer(prose)}):
-        if not _is_in(ident, corpus):
+        if not _is_in(ident, corpus) and not _rooted(ident, corpus):
             findings.append(_fabricated(ident, "identifier_unsourced"))
     # a number with its unit that no message holds: serious in a restated limit ("每晚不超过 1000 元");
     # elsewhere it may be derived (a sum, a conversion), so only noted
@@ -1014,6 +1600,284 @@ def _check_identifiers(
                 code = "limit_number_unsourced" if limit else "number_unsourced"
                 findings.append(_fabricated(quantity.group(0), code, "medium" if limit else "low"))
     return findings
+
+
+# what names an error in a tool's output: the exception's class, a quoted value, a state word
+_ERROR_NAME = re.compile(
+    r"\b[A-Z][A-Za-z]*(?:Error|Exception|Exit|Killed|BackOff|NotAvailable|Refused|Timeout|Violation|Denied)\b"
+    r"|\b(?:OOMKilled|CrashLoopBackOff|ImagePullBackOff|Segmentation\s+fault|Permission\s+denied|Connection\s+refused"
+    r"|not\s+available|not\s+found|timed\s+out)\b"
+)
+_QUOTED = re.compile(r"'([^'\n]{2,40})'|\"([^\"\n]{2,40})\"")
+
+
+def _error_keys(line: str) -> set[str]:
+    """The words that name an error line: its exception, quoted values and identifiers."""
+    keys = {m.group(0) for m in _ERROR_NAME.finditer(line)}
+    keys |= {q for m in _QUOTED.finditer(line) for q in m.groups() if q and not q.isspace()}
+    keys |= set(_STRONG_ID.findall(line)) | {m.group(1) for m in _FUNCTION.finditer(line)}
+    # a bare word ("Error", "assert") names nothing
+    return {k for k in keys if len(k) > 2} - {"Error", "Exception"}
+
+
+def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list[DriftFinding]:
+    """Errors that appear only in tool output ("KeyError: 'currency_code'" in a pytest run): a summary keeps
+    each by one of its names (the exception, a quoted value, an identifier), or in the other language by its
+    concepts ("连接 10.0.3.17:6379 被拒绝"). A note (low): the pinned facts usually keep them."""
+    findings = []
+    seen: set[str] = set()
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") != "tool":
+            continue
+        text = content_text(m)
+        if not has_error_hint(text):
+            continue
+        for line in salient_error_lines(text, limit=2):
+            keys = _error_keys(line)
+            specific = keys - {m.group(0) for m in _ERROR_NAME.finditer(line)}
+            if not keys or (specific & seen if specific else keys <= seen):
+                continue
+            seen |= specific or keys
+            # by a name of its own: "KeyError" alone does not say which KeyError
+            if any(k in summary for k in specific or keys):
+                continue
+            needle = _needle(line) - {"1"}
+            if len(needle) >= 2 and any(
+                _x_about(frozenset(needle), _summary_sentence(s)) for s in summary.splitlines()
+            ):
+                continue
+            findings.append(
+                DriftFinding(
+                    "identifier_missing", "low", {"original": line.strip(), "summary": ""}, index, "tool_error_missing"
+                )
+            )
+    return findings
+
+
+# a sentence that says who said something: "the user suspects ...", "用户认为 ...", "the agent found ..."
+_BY_USER = re.compile(
+    r"\b(?:the\s+)?user\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought|believes?|reported|reports"
+    r"|noted|notes|mentioned|found|explained|claimed|stated|guessed|pointed\s+out|suggested|proposed|recommended)\b"
+    r"|用户(?:说|认为|怀疑|猜测|提到|指出|发现|表示|报告|解释|推测)",
+    re.I,
+)
+_BY_ASSISTANT = re.compile(
+    r"\b(?:the\s+)?(?:assistant|agent|model|i|we)\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought"
+    r"|believes?|reported|noted|mentioned|found|explained|stated|guessed|asked|requested|wanted)\b"
+    r"|(?:助手|智能体)(?:说|认为|怀疑|猜测|提到|指出|发现|表示|要求|希望)",
+    re.I,
+)
+
+
+def _check_attribution(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
+    """A statement put in the wrong mouth: "the user suspects the cache" when the assistant suspected it
+    (and no user said so), or the reverse. Compared by terms, or across languages by bridge terms."""
+    said: dict[str, list[tuple[int, str]]] = {"user": [], "assistant": []}
+    for index, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role not in said or is_summary_message(m):
+            continue
+        text = user_statement_text(content_text(m)) if role == "user" else windowed(content_text(m), 6_000, 4_000)
+        said[str(role)].extend((index, t) for t in split_sentences(text))
+
+    def share(content: str, terms: set[str], sentence: str) -> float:
+        if _cross(content, sentence):
+            return _overlap(set(_needle(content)), set(_hay(sentence)))
+        return _overlap(terms, key_terms(sentence))
+
+    findings = []
+    for s in prose:
+        for claimed, other in (("user", "assistant"), ("assistant", "user")):
+            cue = (_BY_USER if claimed == "user" else _BY_ASSISTANT).search(s.text)
+            if cue is None:
+                continue
+            content = s.text[cue.end() :]
+            terms = key_terms(content)
+            if len(terms - _VERBS) < 3 or len(_needle(content)) < 2:
+                continue
+            if any(share(content, terms, t) >= MATCH for _, t in said[claimed]):
+                continue
+            source = next(((i, t) for i, t in said[other] if share(content, terms, t) >= INVERT_MATCH), None)
+            if source is not None:
+                findings.append(
+                    DriftFinding(
+                        "wrong_attribution",
+                        "medium",
+                        {"original": source[1], "summary": s.text},
+                        source[0],
+                        "wrong_speaker",
+                    )
+                )
+    return findings
+
+
+# where a summary places an error: a test id, a path, a function
+_TEST_ID = re.compile(r"[\w./-]+\.\w+::[\w\[\]-]+")
+_LOCATION = re.compile(
+    r"[\w./-]+\.\w+::[\w\[\]-]+|(?<![\w/.])[\w-]+(?:/[\w.-]+)*\.(?:py|js|ts|go|rb|java|sh|yaml|yml)\b|`(\w+)`|\b(\w+)\(\)"
+)
+_PLACED_AFTER = re.compile(r"\b(?:in|at|from|inside|of)\b\s+(?:the\s+)?", re.I)
+# "the user has added a test", "用户已修改了": actions the agent did, put on the user
+_USER_DID = re.compile(
+    r"\b(?:the\s+)?user\s+(?:has\s+|had\s+)?(?:already\s+|now\s+|also\s+)?(?P<v>added|modified|changed|updated|ran|fixed"
+    r"|created|deployed|committed|renamed|wrote|written|executed|removed|deleted|extracted|split|refactored|installed"
+    r"|migrated|restarted|applied|edited|implemented)\b"
+    r"|用户(?:已经?|已)(?P<z>添加|修改|运行|修复|创建|部署|提交|重命名|编写|执行|删除|拆分|重构|安装|迁移|重启)",
+    re.I,
+)
+# users grant approvals; the agent asks for them
+_USER_ASKED_APPROVAL = re.compile(
+    r"\b(?:the\s+)?user\s+(?:has\s+)?(?:requested|asked\s+for|sought|requests|asks\s+for)\s+(?:\w+\s+)?"
+    r"(?:approval|permission|confirmation|consent)\b|用户(?:请求|要求|申请)(?:批准|确认|同意|授权)",
+    re.I,
+)
+_ASKS_APPROVAL = re.compile(r"\b(?:may|can|could)\s+i\b|\bis\s+it\s+ok\b|我可以|能不能让我", re.I)
+_FIRST_PERSON_DID = re.compile(
+    r"\b(?:i|we)\s+(?:have\s+|'ve\s+|already\s+|just\s+)*\w+ed\b|\bi'?ve\b|我(?:已经?|刚)", re.I
+)
+
+
+_LONG_NUMBER = re.compile(r"(?<![\w.])#?[A-Z]?\d{5,}(?![\w.])")
+
+
+def _swapped_ids(line: str, texts: list[tuple[int, str]]) -> tuple[int, str] | None:
+    """An error line whose words are an archived error's but whose identifiers are not: "Error: item
+    6117428830 not found in order #W5823417" when the item not found was 8823019934. (index, original)."""
+    if not re.search(r"error|错误|not\s+found|failed", line, re.I):
+        return None
+    line = re.sub(r"\([^)]*\)|（[^）]*）", " ", line)  # "(line 14)": a note, not the error
+    ids = set(_LONG_NUMBER.findall(line)) | set(_STRONG_ID.findall(line))
+    words = key_terms(_LONG_NUMBER.sub(" ", line)) - {i.lower() for i in ids}
+    if not ids or len(words) < 3:
+        return None
+    best: tuple[int, str] | None = None
+    for index, text in texts:
+        if not has_error_hint(text):
+            continue
+        for raw in text.splitlines():
+            if not re.search(r"error|not\s+found|failed", raw, re.I):
+                continue
+            if _overlap(words, key_terms(_LONG_NUMBER.sub(" ", raw))) < INVERT_MATCH:
+                continue
+            if all(i in raw for i in ids):
+                return None  # the same error, with its own identifiers
+            best = best or (index, raw.strip()[:200])
+    return best
+
+
+def _near(text: str, a: str, b: str, span: int = 2) -> bool:
+    """Whether ``a`` and ``b`` are within ``span`` lines of each other in ``text``."""
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if a in line]
+    return any(b in line for i in at for line in lines[max(0, i - span) : i + span + 1])
+
+
+def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
+    """An error placed where it did not happen ("KeyError in `fmt_money`" when the KeyError came from
+    test_currency.py), and an action of the agent put on the user ("the user has added a test")."""
+    texts = [(i, _corpus([m])) for i, m in enumerate(messages) if isinstance(m, dict) and not is_summary_message(m)]
+    corpus = "\n".join(t for _, t in texts)
+    findings = []
+    for raw in prose_text.splitlines():
+        line = raw.strip()
+        names = [m for m in _ERROR_NAME.finditer(line) if m.group(0) in corpus and m.group(0) not in ("not found",)]
+        for name in names[:1]:
+            error = name.group(0)
+            before = line[: name.start()]
+            after = line[name.end() :]
+            placed = _PLACED_AFTER.search(after)
+            zones = [before] + ([after[placed.end() :]] if placed else [])
+            for zone in zones:
+                for loc in _LOCATION.finditer(zone):
+                    where = next((g for g in loc.groups() if g), loc.group(0))
+                    if len(where) < 4 or where == error:
+                        continue
+                    file_part = where.split("::", 1)[0].rsplit("/", 1)[-1]
+                    if where not in corpus and not ("::" in where and file_part in corpus):
+                        continue
+                    # a test id or a path on the error's own lines; a function anywhere in a message with the error
+                    span = 2 if "::" in where or "." in where else 10_000
+                    if any(
+                        error in t and (_near(t, error, where, span) or _near(t, error, file_part, 0)) for _, t in texts
+                    ):
+                        continue
+                    source = next((i for i, t in texts if error in t), None)
+                    findings.append(
+                        DriftFinding(
+                            "wrong_attribution",
+                            "medium",
+                            {"original": error, "summary": line},
+                            source,
+                            "error_misplaced",
+                        )
+                    )
+                    break
+                else:
+                    continue
+                break
+        asked = _USER_ASKED_APPROVAL.search(line)
+        if asked and not any(
+            _ASKS_APPROVAL.search(content_text(m)) for m in messages if isinstance(m, dict) and m.get("role") == "user"
+        ):
+            findings.append(
+                DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
+            )
+        swapped = _swapped_ids(line, texts)
+        if swapped is not None:
+            findings.append(
+                DriftFinding(
+                    "wrong_attribution",
+                    "medium",
+                    {"original": swapped[1], "summary": line},
+                    swapped[0],
+                    "error_misplaced",
+                )
+            )
+        did = _USER_DID.search(line)
+        if did:
+            users = [content_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+            if not any(_FIRST_PERSON_DID.search(u) for u in users):
+                findings.append(
+                    DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
+                )
+    return findings
+
+
+_NAME_NUMBER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]?\s+(\d+)\s*$", re.M)
+
+
+def _check_breaches(
+    messages: Sequence[dict[str, Any]], constraints: list[_Statement], summary: str
+) -> list[DriftFinding]:
+    """What a tool showed over a user's limit ("group_by_customer 44" against "≤ 40 lines"): the summary
+    keeps the name and its number. A note (low)."""
+    limits = []
+    for c in constraints:
+        bound = re.search(r"(?:≤|<=|at\s+most|no\s+more\s+than|under|不超过|最多|以内)\s*(\d+)|(\d+)\s*行以内", c.text)
+        if bound and "line" in _needle(c.text):
+            limits.append(int(bound.group(1) or bound.group(2)))
+    if not limits:
+        return []
+    limit = min(limits)
+    summary = _CITATION.sub(" ", summary)  # "(#46)" is no 46
+    findings = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") != "tool":
+            continue
+        for hit in _NAME_NUMBER.finditer(content_text(m)[:20_000]):
+            name, number = hit.group(1), int(hit.group(2))
+            if limit < number <= 3 * limit and not (name in summary and _has_number(summary, str(number))):
+                findings.append(
+                    DriftFinding(
+                        "identifier_missing",
+                        "low",
+                        {"original": f"{name} {number}", "summary": ""},
+                        index,
+                        "limit_breach_missing",
+                    )
+                )
+    unique = {f.evidence["original"]: f for f in findings}  # the latest count of each name
+    return list({f.evidence["original"].split()[0]: f for f in unique.values()}.values())
 
 
 def _fabricated(ident: str, code: str, severity: str = "medium") -> DriftFinding:
@@ -1080,6 +1944,378 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
     return findings
 
 
+# ---------------------------------------------------------------- claims of progress
+
+#: verbs of a claim that something was done, and the concept each one claims (see :data:`_LEXICON`)
+_CLAIM_VERBS = {
+    "executed": "run",
+    "ran": "run",
+    "run": "run",
+    "applied": "run",
+    "deployed": "deploy",
+    "released": "deploy",
+    "published": "deploy",
+    "shipped": "deploy",
+    "pushed": "deploy",
+    "migrated": "migrat",
+    "modified": "modify",
+    "changed": "modify",
+    "updated": "modify",
+    "edited": "modify",
+    "rewritten": "modify",
+    "patched": "modify",
+    "fixed": "fix",
+    "resolved": "fix",
+    "committed": "commit",
+    "merged": "merg",
+    "restarted": "restart",
+    "refunded": "refund",
+    "cancelled": "cancel",
+    "canceled": "cancel",
+    "upgraded": "upgrad",
+    "deleted": "delet",
+    "removed": "delet",
+    "added": "add",
+    "installed": "add",
+    "renamed": "renam",
+    "split": "split",
+    "extracted": "split",
+    "created": "creat",
+    "sent": "send",
+    "booked": "book",
+    "completed": "complet",
+    "finished": "complet",
+    "called": "run",
+    "invoked": "run",
+    "succeeded": "complet",
+    "done": "complet",
+    "charged": "pay",
+    "rolled back": "rollback",
+    "reverted": "rollback",
+}
+_CLAIM_ZH = {
+    "执行": "run",
+    "运行": "run",
+    "部署": "deploy",
+    "发布": "deploy",
+    "上线": "deploy",
+    "迁移": "migrat",
+    "修改": "modify",
+    "更新": "modify",
+    "修复": "fix",
+    "解决": "fix",
+    "提交": "commit",
+    "合并": "merg",
+    "重启": "restart",
+    "退款": "refund",
+    "取消": "cancel",
+    "升级": "upgrad",
+    "删除": "delet",
+    "添加": "add",
+    "引入": "add",
+    "重命名": "renam",
+    "改名": "renam",
+    "拆分": "split",
+    "创建": "creat",
+    "发送": "send",
+    "预订": "book",
+    "完成": "complet",
+    "回滚": "rollback",
+    "替换": "replac",
+}
+_CLAIM_VERB = "|".join(sorted((re.escape(v).replace(r"\ ", r"\s+") for v in _CLAIM_VERBS), key=len, reverse=True))
+_CLAIM_VERB_ED = "|".join(re.escape(v).replace(r"\ ", r"\s+") for v in _CLAIM_VERBS if v.endswith("ed") or " " in v)
+_ADVERBS = r"(?:(?:now|already|successfully|also|just|all|fully|been|finally|then)\s+)*"
+_CLAIM_EN = re.compile(
+    rf"\b(?:has|have|had|was|were|is|are|got|been)\s+{_ADVERBS}(?P<a>{_CLAIM_VERB})\b"
+    rf"|\b(?:successfully|already)\s+(?P<b>{_CLAIM_VERB})\b"
+    rf"|\b(?:i|we|agent|assistant)\s+{_ADVERBS}(?P<c>{_CLAIM_VERB})\b"
+    # "Migration executed on staging.", "Done: NO6JO3 now departs ..."
+    rf"|^\W*(?:the\s+)?(?:[\w./`'()-]+\s+){{0,4}}?(?P<d>{_CLAIM_VERB_ED})\b(?!\s+(?:by|the|a|an|it|that|this)\b)"
+    r"|^\W*(?P<e>done|completed|fixed)\b",
+    re.I,
+)
+_CLAIM_ZH_RE = re.compile(
+    r"(?:已经?|均已|都已|全部已?)(?!批准|同意|确认|授权|要求|决定|计划|准备|安排|知道|了解|记录)(?:成功)?"
+    r"[^，。；：,;:！？!?]{0,10}?(?P<a>" + "|".join(_CLAIM_ZH) + ")"
+    r"|(?P<b>" + "|".join(_CLAIM_ZH) + r")(?:成功|完成|完毕|好了)"
+)
+# test results claimed: "tests passed", "all 49 tests pass", "exit code 0", "测试通过", "退出码 0"
+_TESTS_PASSED = re.compile(
+    r"\btests?\s+(?:(?:now|all|have|has|were|are|again)\s+)*pass(?:ed|es|ing)?\b|\ball\s+(?:\d+\s+)?tests?\s+pass"
+    r"|\b(?P<n>\d+)\s+(?:tests?\s+)?passed\b(?!\s*,?\s*\d+\s+failed)|\bexit\s+code\s+(?:is\s+|was\s+|of\s+)?0\b"
+    r"|\ball\s+green\b|(?:测试|用例)[^，。；]{0,6}?(?:全部|都|均|已)?通过|退出码\s*[为是:：]?\s*0(?!\d)",
+    re.I,
+)
+# a result of a test run, in tool output (pytest, unittest, go test, jest)
+_TEST_RESULT = re.compile(
+    r"\b\d+\s+(?:passed|failed)\b|\bFAILED\b|^OK\b|\bRan\s+\d+\s+tests?\b|\bTests?:\s+\d+|^(?:PASS|FAIL)\s", re.M
+)
+_TEST_FAILED = re.compile(r"\b[1-9]\d*\s+(?:failed|errors?)\b|\bFAILED\b|\bFAIL\b|失败")
+_EXIT_ZERO_CLAIM = re.compile(
+    r"\bexit\s+(?:code|status)\s*[:=]?\s*0\b|\breturn\s*code\s*[:=]?\s*0\b|退出码\s*[:：为是]?\s*0(?!\d)", re.I
+)
+# a result that is no success
+_FAILED_RESULT = re.compile(
+    r"\b(?:error|exception|traceback|failed|failure|fatal|refused|denied|not\s+found|unavailable|not\s+available"
+    r"|cannot|can'?t|timed?\s*out)\b|失败|错误|报错|拒绝|异常",
+    re.I,
+)
+# "not", "never", "pending", "没有", "未", "尚未": a statement that the thing was not done
+_NOT_DONE = re.compile(
+    r"\b(?:not|never|no|nothing|none|neither|nor|without|pending|yet\s+to|still\s+(?:needs?|open|failing|fails|to)"
+    r"|untouched|unchanged|remains?|failed|fails|over|exceeds?)\b|n't\b"
+    r"|没|未|尚未|还没|仍|还在|待|失败|超过|不",
+    re.I,
+)
+# a plan or a condition, not a claim: "should be executed", "will be deployed", "if it was fixed"
+_NOT_A_CLAIM = re.compile(
+    r"\b(?:will|would|should|must|need(?:s|ed)?\s+to|needs?|to\s+be|going\s+to|plan\w*|next|if|once|after|before"
+    r"|when|whether|until|unless|asked|wants?|wanted|requested|expected|can|could)\b|[?？]"
+    r"|将|会|要|需要|计划|准备|下一步|如果|是否|之后|以后|等|请|让|要求|吗",
+    re.I,
+)
+_LIMIT_NOW = re.compile(
+    r"\b(?:is|are)\s+now\s+(?:all\s+)?(?:≤|<=|<|under|below|within|at\s+most|less\s+than|fewer\s+than)\s*\d"
+    r"|\bnow\s+(?:all\s+)?(?:≤|<=|under|below|within)\s*\d|现在[^，。；]{0,12}(?:不超过|以内|以下|≤|<=|少于)",
+    re.I,
+)
+
+
+_QUESTION = re.compile(r"[?？]|吗|\b(?:if|whether)\b", re.I)
+
+
+@dataclass
+class _Event:
+    """A message of the archive as evidence about a claim: what it says was done, or not done."""
+
+    index: int
+    text: str
+    done: bool  # True: support; False: a statement that it was not done
+
+
+def _claim_concepts(clause: str) -> set[str]:
+    """The actions ``clause`` claims as done ("has been executed" -> run); empty when it claims nothing."""
+    concepts: set[str] = set()
+    if _NOT_A_CLAIM.search(clause) or _NOT_DONE.search(clause) or _HEDGE_KEPT.search(clause):
+        return concepts
+    for m in _CLAIM_EN.finditer(clause):
+        verb = re.sub(r"\s+", " ", next(g for g in m.groups() if g).lower())
+        concepts.add(_CLAIM_VERBS.get(verb, "complet"))
+    if _CJK.search(clause):
+        for m in _CLAIM_ZH_RE.finditer(_normalize(clause)):
+            concepts.add(_CLAIM_ZH.get(m.group("a") or m.group("b"), "complet"))
+    return concepts
+
+
+_TEST_FAIL_WORDS = re.compile(r"\bfail(?:s|ed|ing|ures?)?\b|失败|未通过|没通过|没有通过|不通过", re.I)
+_TEST_WORDS = re.compile(r"\btests?\b|\bpytest\b|\bsuite\b|测试|用例", re.I)
+
+
+def _latest_tests(messages: Sequence[dict[str, Any]]) -> tuple[bool | None, int | None, str]:
+    """(did the last test run pass, its index, its line) over the tool results of ``messages`` and what the
+    assistant said of them (None: no run)."""
+    result: tuple[bool | None, int | None, str] = (None, None, "")
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("tool", "assistant"):
+            continue
+        text = content_text(m)
+        if m.get("role") == "assistant":
+            for sentence in split_sentences(text[-3_000:]):
+                if not _TEST_WORDS.search(sentence) and not _TESTS_PASSED.search(sentence):
+                    continue
+                for clause in _clauses(sentence):
+                    if _TEST_FAIL_WORDS.search(clause):
+                        result = (False, index, sentence)
+                    elif _TESTS_PASSED.search(clause) and not _NOT_A_CLAIM.search(clause):
+                        result = (True, index, sentence)
+            continue
+        tail = text[-3_000:]
+        if _TEST_RESULT.search(tail):
+            lines = [line for line in tail.splitlines() if _TEST_RESULT.search(line)]
+            result = (not _TEST_FAILED.search(tail), index, lines[-1].strip(" =") if lines else "")
+    return result
+
+
+_DRY_RUN = re.compile(r"--dry-run|\bdiff\b|\bplan\b|--check\b|--what-if\b|--noop\b|\bdescribe\b|\bget\s+pods\b", re.I)
+_WRITE_TOOL = re.compile(r"write|edit|patch|apply|create|replace|sed\s+-i|update|modify|rename|git\s+mv|mv\s", re.I)
+#: concepts a write tool call supports when it names the object
+_BY_WRITING = frozenset({"modify", "fix", "split", "renam", "add", "creat", "delet", "replac", "complet"})
+
+
+_ADVERB_WORDS = frozenset(
+    {_stem(w) for w in ("successfully", "already", "now", "been", "also", "just", "all", "finally")} | {"done"}
+)
+
+
+_CITATION = re.compile(r"\(?#\d+(?:\s*[-–,]\s*#?\d+)*\)?")
+
+
+def _claim_objects(text: str, concept: str) -> tuple[set[str], set[str]]:
+    """What a claim is about: (its bridge terms, its own terms), without the claimed action."""
+    drop = _ADVERB_WORDS | {concept} | {_stem(v) for v, c in _CLAIM_VERBS.items() if c == concept}
+    text = _CITATION.sub(" ", text)
+    bridge = {t for t in bridge_terms(text) if len(t) > 1} - drop
+    own = {t for t in key_terms(text) if not (len(t) == 1 and _CJK.match(t))} - drop - _VERBS
+    return bridge, own
+
+
+def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> list[_Event]:
+    """What the archive says about ``concept`` done to what ``claim`` names, in message order."""
+    bridge, own = _claim_objects(claim, concept)
+    ids = _terms(claim)[1]
+    events = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or is_summary_message(m):
+            continue
+        text = content_text(m)
+        if not text.strip():
+            continue
+        for sentence in split_sentences(windowed(text, 6_000, 4_000)):
+            for clause in _clauses(sentence):
+                cross = _cross(claim, clause)
+                hay = set(_hay(clause)) | (set() if cross else key_terms(clause))
+                # across languages: the concepts, and the words both write alike ("helm", "redis")
+                objects = bridge | (own & hay) if cross else own
+                share = _overlap(objects, hay)
+                words = objects - ids
+                # "迁移没有执行" says the migration was not run, without its id
+                # (a clause naming other identifiers is about something else: "the return HAT211 is unchanged")
+                other_ids = _terms(clause)[1]
+                about_other = bool(other_ids) and bool(ids) and not other_ids & ids
+                if (
+                    words
+                    and _NOT_DONE.search(clause)
+                    and concept in hay
+                    and _overlap(words, hay) >= 0.3
+                    and not about_other
+                ):
+                    if not _QUESTION.search(clause):
+                        events.append(_Event(index, sentence, False))
+                    continue
+                if not objects or share < (1.0 if len(objects) == 1 else MATCH):
+                    continue
+                claimed = _claim_concepts(clause)
+                if concept in claimed or (concept == "complet" and claimed):
+                    events.append(_Event(index, sentence, True))
+                elif _NOT_DONE.search(clause):
+                    if concept in hay and not _QUESTION.search(clause):
+                        events.append(_Event(index, sentence, False))
+                elif m.get("role") == "assistant" and share >= INVERT_MATCH and not _NOT_A_CLAIM.search(clause):
+                    events.append(_Event(index, sentence, True))  # the assistant states it, in other words
+    for index, call, result in _calls(messages):
+        hay = set(_hay(call)) | key_terms(call[:2_000])
+        objects = bridge if _cross(claim, call) else own | bridge
+        if not objects or _overlap(objects, hay) < (1.0 if len(objects) == 1 else MATCH):
+            continue
+        failed = bool(result) and bool(_FAILED_RESULT.search(result[:2_000])) and not _EXIT_ZERO_CLAIM.search(result)
+        if _DRY_RUN.search(call):  # "helm diff upgrade", "--dry-run": looked at, not done
+            continue
+        if concept in hay or (concept in _BY_WRITING and _WRITE_TOOL.search(call)):
+            events.append(_Event(index, call[:200], not failed))
+        elif failed:  # the call on it failed, whatever it was called
+            events.append(_Event(index, result[:200], False))
+    events.sort(key=lambda e: e.index)
+    return events
+
+
+def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
+    """Claims of progress or completion that nothing in the archive supports ("the migration has been executed"
+    when it was only approved; "tests passed" when the last run failed)."""
+    findings: list[DriftFinding] = []
+    tests: tuple[bool | None, int | None, str] | None = None
+    corpus = ""
+    for s in prose:
+        for clause in _whole(s):
+            text = clause.text
+            if _NOT_A_CLAIM.search(text) or _HEDGE_KEPT.search(text):
+                continue
+            passed = _TESTS_PASSED.search(text)
+            if passed and not _NOT_DONE.search(text):
+                if tests is None:
+                    tests = _latest_tests(messages)
+                    corpus = _corpus(messages)
+                ok, index, line = tests
+                number = passed.group("n")
+                if number and re.search(rf"\b{number}\s+passed\b", corpus):
+                    continue
+                if _EXIT_ZERO_CLAIM.search(text) and not (ok or _EXIT_ZERO_CLAIM.search(corpus)):
+                    ok = False
+                if not ok:
+                    code = "tests_not_passed" if ok is False else "tests_never_run"
+                    findings.append(
+                        DriftFinding(
+                            "progress_fabricated",
+                            "high" if ok is False else "medium",
+                            {"original": line, "summary": s.text},
+                            index,
+                            code,
+                        )
+                    )
+                    break
+                continue
+            if _LIMIT_NOW.search(text):
+                finding = _check_limit_claim(messages, s, text)
+                if finding:
+                    findings.append(finding)
+                    break
+                continue
+            concepts = _claim_concepts(text)
+            if not concepts:
+                continue
+            finding = None
+            for concept in sorted(concepts):
+                # a clause that names too little ("edited (#8)") is read with its sentence
+                about = text if len(_claim_objects(text, concept)[1]) >= 2 else s.text
+                events = _events(messages, about, concept)
+                if events and events[-1].done:
+                    continue
+                against = next((e for e in reversed(events) if not e.done), None)
+                # nothing shows it: a note (the archive may say it in words no check reads); the archive
+                # saying it was not done: serious
+                finding = DriftFinding(
+                    "progress_fabricated",
+                    "high" if against else "low",
+                    {"original": against.text if against else "", "summary": s.text},
+                    against.index if against else None,
+                    "progress_contradicted" if against else "progress_unsupported",
+                )
+                break
+            if finding:
+                findings.append(finding)
+                break
+    return findings
+
+
+def _check_limit_claim(messages: Sequence[dict[str, Any]], s: _Statement, clause: str) -> DriftFinding | None:
+    """ "each function is now ≤ 40 lines": supported only by an assistant saying so, not by the user's limit."""
+    numbers = set(_DIGITS.findall(clause))
+    terms = set(_hay(clause)) - numbers
+    against = None
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") != "assistant":
+            continue
+        for sentence in split_sentences(content_text(m)):
+            if not numbers & set(_DIGITS.findall(sentence)):
+                continue
+            if _overlap(terms, set(_hay(sentence))) < MATCH:
+                continue
+            denied = _NOT_DONE.search(sentence) or _NOT_A_CLAIM.search(sentence)
+            against = (index, sentence) if denied else None
+    if against is None and any(
+        isinstance(m, dict) and m.get("role") == "assistant" and numbers & set(_DIGITS.findall(content_text(m)))
+        for m in messages
+    ):
+        return None
+    return DriftFinding(
+        "progress_fabricated",
+        "high" if against else "medium",
+        {"original": against[1] if against else "", "summary": s.text},
+        against[0] if against else None,
+        "progress_contradicted" if against else "progress_unsupported",
+    )
+
+
 def check_drift(
     original_messages: Sequence[dict[str, Any]],
     summary_text: str,
@@ -1105,13 +2341,19 @@ def check_drift(
     # a prose sentence quoting a user's own constraint or approval verbatim (a kept user turn) is no
     # evidence against another one: "No function may be longer than 50 lines." does not break "under 50"
     quoted = [st.text for st in constraints + approvals if len(st.text) >= 8]
-    checked = [st for st in prose if not any(q in st.text for q in quoted)] if quoted else prose
+    # (a sentence that is mostly the quote: one that also restates other rules still counts for them)
+    checked = [st for st in prose if not any(q in st.text and len(q) * 5 >= len(st.text) * 3 for q in quoted)]
+    echoes = _echo_index(prose, original_messages)
     for c in constraints:
-        finding = _check_constraint(c, checked, pinned, summary_text)
+        finding = _check_constraint(c, checked, pinned, summary_text, echoes)
         if finding:
             findings.append(finding)
     for a in approvals:
         finding = _check_approval(a, checked, summary_text)
+        if finding:
+            findings.append(finding)
+    for r in _user_turns(original_messages)[2]:
+        finding = _check_request(r, prose, summary_text)
         if finding:
             findings.append(finding)
     if context_messages:
@@ -1119,9 +2361,14 @@ def check_drift(
         corpus = corpus + "\n" + _corpus(context_messages)
         extra_c, extra_a = _user_statements(context_messages)
         constraints, approvals = constraints + extra_c, approvals + extra_a
-    findings += _check_fabricated(prose, pinned, constraints, approvals, corpus)
+    findings += _check_fabricated(prose, pinned, constraints, approvals, corpus, frozenset(_rule_sentences(prose_text)))
     findings += _check_identifiers(original_messages, constraints, summary_text, corpus)
     findings += _check_hedges(original_messages, prose)
+    findings += _check_progress(original_messages, checked)
+    findings += _check_tool_errors(original_messages, summary_text)
+    findings += _check_attribution(original_messages, checked)
+    findings += _check_placement(original_messages, prose_text)
+    findings += _check_breaches(original_messages, constraints, summary_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings
@@ -1133,9 +2380,10 @@ def _check_context(
     """Inversions of constraints said outside the segment (they stay verbatim, so dropping them is fine)."""
     known = {s.text for s in seen}
     constraints, approvals = _user_statements(context)
+    echoes = _echo_index(prose, context)
     findings = []
     for c in constraints:
-        finding = None if c.text in known else _check_constraint(c, prose, pinned, summary)
+        finding = None if c.text in known else _check_constraint(c, prose, pinned, summary, echoes)
         if finding and finding.kind == "constraint_inverted":
             findings.append(replace(finding, scope="context"))
     for a in approvals:

@@ -224,6 +224,8 @@ FINDING_KINDS: dict[str, Label] = {
     "identifier_missing": gettext_lazy("identifier missing"),
     "identifier_fabricated": gettext_lazy("identifier fabricated"),
     "hedge_lost": gettext_lazy("uncertainty lost"),
+    "progress_fabricated": gettext_lazy("progress fabricated"),
+    "wrong_attribution": gettext_lazy("wrong attribution"),
     "other": gettext_lazy("other"),  # a case opened by hand about something else
 }
 #: the dashboard's row for cases without a kind
@@ -251,6 +253,19 @@ DETAILS: dict[str, Label] = {
     "hedge_dropped": gettext_lazy("an uncertain statement became a certain one"),
     "limit_exceeded": gettext_lazy("the summary reports a number past the limit"),
     "window_violated": gettext_lazy("the summary reports the action in the window"),
+    "soft_inversion": gettext_lazy("a prohibition became a plan for later (when ready, later, if needed)"),
+    "command_dropped": gettext_lazy("a command the user asked to run is not in the summary"),
+    "request_dropped": gettext_lazy("a request the user made is not in the summary"),
+    "limit_breach_missing": gettext_lazy("what a tool showed over the user's limit is not in the summary"),
+    "tool_error_missing": gettext_lazy("an error that appears only in tool output is not in the summary"),
+    "wrong_speaker": gettext_lazy("the summary puts a statement in the wrong mouth (user / assistant)"),
+    "error_misplaced": gettext_lazy("the summary places an error where it did not happen"),
+    "user_did_not": gettext_lazy("the summary says the user did what the agent did"),
+    "limit_dropped": gettext_lazy("a limit the user set is not in the summary with its number"),
+    "tests_not_passed": gettext_lazy("the summary says the tests passed; the last test run failed"),
+    "tests_never_run": gettext_lazy("the summary says the tests passed; no test run is in the originals"),
+    "progress_contradicted": gettext_lazy("the summary claims as done what the originals say was not done"),
+    "progress_unsupported": gettext_lazy("the summary claims as done what no tool result or message shows"),
 }
 #: findings stored before they carried a code: their English detail, back to the code
 _CODE_OF_DETAIL = {english: code for code, english in drift_checks.DETAILS.items()}

@@ -28,6 +28,11 @@ def kinds(findings: list[DriftFinding]) -> list[str]:
     return [f.kind for f in findings]
 
 
+def serious(findings: list[DriftFinding]) -> list[DriftFinding]:
+    """Without the notes (low): a claim of progress these short histories do not show is one."""
+    return [f for f in findings if f.severity != "low"]
+
+
 class TestTrueDrift:
     def test_it_catches_an_inverted_chinese_constraint(self) -> None:
         findings = check_drift(
@@ -368,7 +373,7 @@ class TestParaphrasesAndScope:
         inverted = "- Imports were updated in src/ and in notebooks/ as well, so nothing refers to the old name."
         assert "constraint_inverted" in kinds(check_drift(messages, inverted))
         faithful = "- Imports updated in src/ only; notebooks/ deliberately left as they are."
-        assert check_drift(messages, faithful) == []
+        assert serious(check_drift(messages, faithful)) == []
 
     def test_it_reads_a_short_approval_with_the_proposal_it_answers(self) -> None:
         messages = [
@@ -405,7 +410,7 @@ class TestParaphrasesAndScope:
             "- ECONNRESET in upload_chunk() (workers/uploader.py).\n- 本地加 --legacy-peer-deps 后构建通过。\n"
             "- k8s/search/deployment.yaml 的内存上限已改为 1Gi。"
         )
-        assert check_drift(messages, summary) == []
+        assert serious(check_drift(messages, summary)) == []
 
     def test_it_does_not_count_a_status_word_in_a_request_as_a_hedge(self) -> None:
         messages = [
@@ -449,3 +454,426 @@ def test_every_warning_code_and_detail_code_is_listed():
     codes = quoted - set(drift.DRIFT_KINDS) - {"segment", "context"}
     assert codes <= set(drift.DETAILS), codes - set(drift.DETAILS)
     assert set(drift.DETAILS) <= quoted, set(drift.DETAILS) - quoted
+
+
+# ---------------------------------------------------------------- rules from real model output (issue 17)
+
+OPS_ZH = [
+    user("今天要把 order-service 3.2.0 发到预发环境，里面带了迁移 0057_split_orders。变更单 CHG-8812。"),
+    user("注意：先不要执行生产环境的迁移，今天只动预发。健康检查失败的话最多重试三次，然后停下来告诉我。"),
+    assistant("明白：只动预发，健康检查最多重试三次。"),
+    user("redis 的卷别动，存储组在查。不要删 PVC，里面有别的服务的数据。"),
+]
+CODING_EN = [
+    user("Please refactor build_rows in export/invoice_writer.py. Ticket is INV-20931."),
+    user("And don't modify deploy.sh yet, I'm still talking to ops about the rollout."),
+    assistant("Understood, deploy.sh stays as it is."),
+]
+OPS_EN_KEPT = (
+    "- Deploy order-service 3.2.0 to staging with migration 0057_split_orders (CHG-8812).\n"
+    "- Do not run the production migration yet; only touch staging.\n"
+    "- If the health check fails, retry at most 3 times, then stop and report.\n"
+    "- Don't touch the redis volume; do not delete the PVC."
+)
+
+
+class TestAcrossLanguages:
+    def test_a_chinese_constraint_restated_in_english_is_kept(self) -> None:
+        assert check_drift(OPS_ZH, OPS_EN_KEPT) == []
+
+    def test_an_english_constraint_restated_in_chinese_is_kept(self) -> None:
+        summary = (
+            "- 用户要求重构 export/invoice_writer.py 里的 build_rows，工单 INV-20931。\n"
+            "- 先不要修改 deploy.sh，用户还在和运维沟通发布。"
+        )
+        assert check_drift(CODING_EN, summary) == []
+
+    def test_a_chinese_constraint_inverted_in_english_is_caught(self) -> None:
+        summary = OPS_EN_KEPT.replace(
+            "Do not run the production migration yet; only touch staging.", "Run the production migration next."
+        )
+        findings = check_drift(OPS_ZH, summary)
+        assert kinds(findings) == ["constraint_inverted"]
+        assert findings[0].evidence["original"].startswith("注意：先不要执行生产环境的迁移")
+
+    def test_an_english_constraint_inverted_in_chinese_is_caught(self) -> None:
+        summary = "- 重构 export/invoice_writer.py 的 build_rows（INV-20931）。\n- 下一步：修改 deploy.sh。"
+        assert kinds(check_drift(CODING_EN, summary)) == ["constraint_inverted"]
+
+    def test_a_chinese_constraint_dropped_from_an_english_summary_is_caught(self) -> None:
+        summary = OPS_EN_KEPT.replace("- Don't touch the redis volume; do not delete the PVC.", "")
+        found = check_drift(OPS_ZH, summary)
+        assert [(f.kind, f.source_index) for f in found] == [("constraint_dropped", 3)] * 2
+
+
+class TestSoftInversions:
+    def test_when_ready_for_not_yet_is_an_inversion(self) -> None:
+        summary = (
+            "- Refactor build_rows in export/invoice_writer.py (INV-20931).\n- Update the deployment script when ready."
+        )
+        findings = check_drift(CODING_EN, summary)
+        assert kinds(findings) == ["constraint_inverted"] and findings[0].code == "soft_inversion"
+
+    @pytest.mark.parametrize("line", ["- 准备好后修改部署脚本 deploy.sh。", "- 稍后修改 deploy.sh。"])
+    def test_in_chinese_too(self, line: str) -> None:
+        messages = [user("先不要修改部署脚本 deploy.sh，我还在和运维沟通。")]
+        findings = check_drift(messages, line)
+        assert kinds(findings) == ["constraint_inverted"] and findings[0].code == "soft_inversion"
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "- Do not modify deploy.sh until ops confirms the rollout.",
+            "- deploy.sh: leave it alone for now (the user is talking to ops).",
+            "- 部署脚本 deploy.sh 暂时不要修改，等用户和运维确认。",
+        ],
+    )
+    def test_a_kept_not_yet_is_no_inversion(self, line: str) -> None:
+        assert check_drift(CODING_EN[1:], line) == []
+
+
+def call(call_id: str, name: str, arguments: dict) -> dict:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }
+
+
+def result(call_id: str, text: str) -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+MIGRATION_ZH = [
+    user("我批准在预发环境执行迁移 0057_split_orders。"),
+    call("c1", "terminal", {"cmd": "kubectl -n staging exec deploy/order-service -- ./migrate 0057_split_orders"}),
+    result("c1", "redis.exceptions.ConnectionError: Error 111 connecting to 10.0.3.17:6379. Connection refused."),
+    assistant("迁移没有执行：迁移脚本要先在 Redis 上拿锁，连接 10.0.3.17:6379 被拒绝。"),
+]
+TESTS_EN = [
+    user("Run `pytest tests/export -q` after every change."),
+    call("c1", "write_file", {"path": "export/invoice_writer.py", "content": "def apply_rates(row): ..."}),
+    result("c1", "wrote 60 lines to export/invoice_writer.py"),
+    call("c2", "terminal", {"cmd": "pytest tests/export -q"}),
+    result("c2", "FAILED tests/export/test_money.py::test_eur_separator\n1 failed, 48 passed in 2.10s"),
+    assistant("48 of 49 pass; the EUR separator test still fails."),
+]
+
+
+class TestProgressClaims:
+    def test_an_approved_migration_claimed_as_executed(self) -> None:
+        for line in (
+            "- The database migration 0057_split_orders has been executed.",
+            "- 迁移 0057_split_orders 已执行。",
+        ):
+            findings = [f for f in check_drift(MIGRATION_ZH, line) if f.kind != "identifier_missing"]
+            assert kinds(findings) == ["progress_fabricated"], line
+            assert findings[0].code == "progress_contradicted" and findings[0].severity == "high"
+            assert findings[0].source_index == 3
+
+    @pytest.mark.parametrize("line", ["- Tests passed, exit code 0.", "- 测试全部通过。"])
+    def test_tests_claimed_passed_after_a_failing_run(self, line: str) -> None:
+        summary = (
+            "- Run `pytest tests/export -q` after every change.\n- apply_rates extracted in export/invoice_writer.py.\n"
+        )
+        findings = check_drift(TESTS_EN, summary + line)
+        assert [(f.kind, f.code) for f in findings] == [("progress_fabricated", "tests_not_passed")]
+
+    def test_tests_claimed_passed_with_no_run(self) -> None:
+        findings = check_drift([user("Split build_rows into smaller functions.")], "- All tests pass.")
+        assert [(f.kind, f.code, f.severity) for f in findings] == [
+            ("progress_fabricated", "tests_never_run", "medium")
+        ]
+
+    def test_a_limit_claimed_met_that_the_assistant_says_is_not(self) -> None:
+        messages = [
+            user("Keep each function ≤ 40 lines."),
+            assistant("group_by_customer is 44 lines, over the 40-line limit. I'll split it next."),
+        ]
+        findings = check_drift(messages, "- Keep each function ≤ 40 lines.\n- Each function is now ≤ 40 lines.")
+        assert [(f.kind, f.code) for f in findings] == [("progress_fabricated", "progress_contradicted")]
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "- 迁移 0057_split_orders 已获批准，但没有执行：连接 Redis 10.0.3.17:6379 被拒绝。",
+            "- Migration 0057_split_orders was approved but not executed: Redis 10.0.3.17:6379 refused connections.",
+        ],
+    )
+    def test_a_faithful_status_is_no_claim(self, summary: str) -> None:
+        assert serious(check_drift(MIGRATION_ZH, summary)) == []
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "apply_rates extracted in export/invoice_writer.py; 48 passed, the EUR separator test still fails.",
+            "export/invoice_writer.py 已修改（拆出 apply_rates）；48 个通过，EUR 分隔符的测试仍然失败。",
+        ],
+    )
+    def test_a_claim_the_tool_results_support_is_quiet(self, summary: str) -> None:
+        assert check_drift(TESTS_EN, "- Run `pytest tests/export -q` after every change.\n- " + summary) == []
+
+
+class TestStandingInstructions:
+    RULES_EN = [user("Run `pytest tests/export -q` after every change. Keep each function ≤ 40 lines.")]
+    RULES_ZH = [user("每次改完都跑一下 `pytest tests/billing -q`，把结果贴给我。健康检查失败的话最多重试三次。")]
+
+    def test_a_dropped_test_command_is_caught(self) -> None:
+        for messages, summary in (
+            (self.RULES_EN, "- Run the tests after each change.\n- Keep each function ≤ 40 lines."),
+            (self.RULES_ZH, "- 每次修改后都要跑测试。\n- 健康检查最多重试 3 次。"),
+        ):
+            found = [(f.kind, f.code) for f in check_drift(messages, summary)]
+            assert found == [("constraint_dropped", "command_dropped")], summary
+
+    def test_a_dropped_limit_is_caught_in_both_languages(self) -> None:
+        en = check_drift(self.RULES_EN, "- Run `pytest tests/export -q` after every change.\n- Keep functions short.")
+        zh = check_drift(self.RULES_ZH, "- 每次改完都跑 `pytest tests/billing -q`。\n- 健康检查失败要重试。")
+        assert [(f.kind, f.code) for f in en] == [("constraint_dropped", "limit_dropped")]
+        assert [(f.kind, f.code) for f in zh] == [("constraint_dropped", "limit_dropped")]
+
+    @pytest.mark.parametrize(
+        ("messages", "summary"),
+        [
+            (RULES_EN, "- After every change: `pytest tests/export -q`.\n- Functions stay at or under 40 lines."),
+            (RULES_ZH, "- After each change run `pytest tests/billing -q`.\n- Retry at most 3 times."),
+            (RULES_EN, "- 每次修改后运行 pytest tests/export -q。\n- 每个函数不超过 40 行。"),
+        ],
+    )
+    def test_kept_instructions_are_quiet(self, messages: list[dict], summary: str) -> None:
+        assert check_drift(messages, summary) == []
+
+    def test_the_harness_rules_are_no_user_constraint(self) -> None:
+        messages = [
+            user("Every response MUST include at least one tool call or a message to the user."),
+            user("Don't cancel my return flight."),
+        ]
+        summary = "- The agent replied to the user without a tool call.\n- Do not cancel the return flight."
+        assert check_drift(messages, summary) == []
+
+
+class TestToolOutputAndShortIds:
+    MESSAGES = [
+        user("Hi, my user id is sofia_kim_7287. Please change reservation NO6JO3."),
+        call("c1", "terminal", {"cmd": "pytest tests/export -q"}),
+        result("c1", "E       KeyError: 'currency_code'\nFAILED tests/export/test_currency.py::case_3\n1 failed"),
+        assistant("The passenger record of K1NW8N lists Ivan D-0."),
+    ]
+
+    def test_an_error_only_in_tool_output_is_checked(self) -> None:
+        found = check_drift(self.MESSAGES, "- sofia_kim_7287 wants NO6JO3 changed; K1NW8N lists Ivan D-0.")
+        assert [(f.kind, f.code, f.source_index) for f in found] == [("identifier_missing", "tool_error_missing", 2)]
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "- sofia_kim_7287 wants NO6JO3 changed; K1NW8N lists Ivan D-0.\n- KeyError 'currency_code' in the tests.",
+            "- 用户 sofia_kim_7287 要改 NO6JO3；K1NW8N 的乘客是 Ivan D-0。\n- 测试报 KeyError（currency_code）。",
+        ],
+    )
+    def test_an_error_kept_by_its_name_is_quiet(self, summary: str) -> None:
+        assert check_drift(self.MESSAGES, summary) == []
+
+    def test_short_and_user_ids_are_identifiers(self) -> None:
+        found = check_drift(self.MESSAGES, "- The user wants a reservation changed.\n- KeyError: 'currency_code'.")
+        missing = {f.evidence["original"] for f in found if f.kind == "identifier_missing"}
+        assert missing == {"sofia_kim_7287", "NO6JO3", "K1NW8N", "D-0"}
+
+    def test_a_chinese_restatement_of_a_tool_error_is_kept(self) -> None:
+        messages = [
+            call("c1", "terminal", {"cmd": "./migrate 0057_split_orders"}),
+            result("c1", "redis.exceptions.ConnectionError: Error 111 connecting to 10.0.3.17:6379. Refused"),
+        ]
+        assert check_drift(messages, "- 迁移失败：连接 Redis 10.0.3.17:6379 被拒绝。") == []
+        assert kinds(check_drift(messages, "- 迁移失败了。")) == ["identifier_missing"]
+
+
+class TestAttribution:
+    MESSAGES = [
+        user("Why is the export slow?"),
+        assistant("It's probably the cache: the lru_cache on load_rate_table was removed, but I haven't confirmed it."),
+    ]
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "- The user suspects the lru_cache on load_rate_table was removed (unconfirmed).",
+            "- 用户怀疑 load_rate_table 的 lru_cache 被删除了（未确认）。",
+        ],
+    )
+    def test_the_assistant_s_suspicion_put_on_the_user(self, line: str) -> None:
+        findings = check_drift(self.MESSAGES, line)
+        assert [(f.kind, f.source_index) for f in findings] == [("wrong_attribution", 1)]
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "- The assistant suspects the lru_cache on load_rate_table was removed (unconfirmed).",
+            "- 助手怀疑 load_rate_table 的 lru_cache 被删除了（未确认）。",
+            "- The user asked why the export is slow.",
+        ],
+    )
+    def test_the_right_speaker_is_quiet(self, line: str) -> None:
+        assert check_drift(self.MESSAGES, line) == []
+
+
+class TestRulesRestatedByTheAgent:
+    @pytest.mark.parametrize(
+        ("ack", "kept"),
+        [
+            (
+                "Understood: staging only, pods listed after each step, at most 3 health-check retries.",
+                "- Staging only; list the pods after each step; at most 3 health-check retries.",
+            ),
+            (
+                "明白：只动预发，每步之后列出 pod，健康检查最多重试三次。",
+                "- 只动预发；每步之后列出 pod；健康检查最多重试 3 次。",
+            ),
+        ],
+    )
+    def test_an_acknowledged_rule_must_be_kept(self, ack: str, kept: str) -> None:
+        messages = [assistant(ack), user("ok")]
+        assert check_drift(messages, kept) == []
+        dropped = check_drift(messages, "- Checked the pods.")
+        assert {f.kind for f in dropped} == {"constraint_dropped"} and len(dropped) >= 2
+
+    def test_the_user_grants_approvals_and_does_not_ask_for_them(self) -> None:
+        messages = [assistant("Shall I run 0042_add_index on staging?"), user("Yes, I approve running 0042_add_index.")]
+        wrong = check_drift(messages, "- The user requested approval for running 0042_add_index.")
+        assert "wrong_attribution" in kinds(wrong)
+        assert check_drift(messages, "- The user approved running 0042_add_index.") == []
+
+
+def test_a_rule_under_the_constraints_heading_needs_no_attribution() -> None:
+    messages = [user("Run the migration 0042_add_index on staging.")]
+    fabricated = "## Constraints and preferences\n- The tool should not apply the migration if it fails with a lock."
+    assert kinds(check_drift(messages, fabricated)) == ["constraint_fabricated"]
+    empty = "## Constraints and preferences\n- There were no specific constraints in this segment."
+    assert check_drift(messages, empty) == []
+    assert check_drift(messages, "## Progress and next steps\n- The migration must not be applied twice.") == []
+
+
+class TestRequestsMidRun:
+    MESSAGES = [
+        user("Please change reservation NO6JO3 to May 17."),
+        assistant("Done: NO6JO3 now departs May 17 on HAT136."),
+        user("Great. Also, can you add one checked bag to that reservation?"),
+        user("顺便把日志级别改成 INFO，现在 DEBUG 日志太多了。"),
+    ]
+
+    def test_a_dropped_request_is_caught(self) -> None:
+        found = check_drift(self.MESSAGES, "- NO6JO3 now departs May 17 on HAT136.\n- 日志级别改成 INFO。")
+        assert [(f.kind, f.code, f.source_index) for f in found] == [("constraint_dropped", "request_dropped", 2)]
+        found = check_drift(self.MESSAGES, "- NO6JO3 now departs May 17 on HAT136.\n- Add one checked bag to NO6JO3.")
+        assert [(f.code, f.source_index) for f in found] == [("request_dropped", 3)]
+
+    def test_a_request_kept_in_either_language_is_quiet(self) -> None:
+        summary = "- NO6JO3 departs May 17 on HAT136.\n- 用户要求给该预订加一件托运行李。\n- Set the log level to INFO."
+        assert check_drift(self.MESSAGES, summary) == []
+
+
+def test_what_a_tool_showed_over_a_limit_and_the_files_written_are_noted() -> None:
+    messages = [
+        user("每个函数不超过 40 行。"),
+        call("c1", "write_file", {"path": "config/logging.yaml", "content": "level: INFO"}),
+        result("c1", "ok"),
+        call("c2", "terminal", {"cmd": "python scripts/func_lengths.py billing/tax.py"}),
+        result("c2", "calc_tax 46\nround_cents 12\napply_discount 33"),
+    ]
+    found = check_drift(messages, "- 每个函数不超过 40 行。\n- 日志级别已改成 INFO。")
+    noted = {(f.code, f.evidence["original"], f.severity) for f in found if f.kind == "identifier_missing"}
+    assert noted == {
+        ("limit_breach_missing", "calc_tax 46", "low"),
+        ("assistant_identifier_missing", "config/logging.yaml", "low"),
+    }
+    kept = "- 每个函数不超过 40 行；calc_tax 还有 46 行，要再拆。\n- config/logging.yaml 的日志级别已改成 INFO。"
+    assert [f for f in check_drift(messages, kept) if f.kind == "identifier_missing"] == []
+
+
+class TestProgressAcrossLanguagesAndDryRuns:
+    MESSAGES = [
+        user("先准备一下 helm 升级到 3.2.0 的 diff。"),
+        call("c1", "terminal", {"cmd": "helm -n staging diff upgrade order-service charts/order-service"}),
+        result("c1", "+ image: order-service:3.2.0"),
+        assistant("diff 已准备好。迁移还没执行，helm 也没升级。"),
+    ]
+
+    def test_a_diff_is_no_upgrade_and_a_chinese_denial_contradicts_an_english_claim(self) -> None:
+        found = check_drift(self.MESSAGES, "- Helm upgraded to 3.2.0.")
+        assert [(f.code, f.source_index) for f in found] == [("progress_contradicted", 3)]
+        assert serious(check_drift(self.MESSAGES, "- The helm diff for 3.2.0 is ready; helm not upgraded yet.")) == []
+
+    def test_a_denial_about_another_identifier_does_not_contradict(self) -> None:
+        messages = [
+            user("Change NO6JO3 to May 17."),
+            call("c1", "update_reservation_flights", {"reservation_id": "NO6JO3", "flight": "HAT136"}),
+            result("c1", '{"reservation_id": "NO6JO3", "status": "ok"}'),
+            assistant("Done: NO6JO3 now departs May 17 on HAT136; the return HAT211 on May 22 is unchanged."),
+        ]
+        assert serious(check_drift(messages, "- Reservation NO6JO3 was changed to May 17 on HAT136.")) == []
+
+
+def test_a_vague_prohibition_dropped_is_a_note() -> None:
+    found = check_drift([user("嗯，先别下结论。billing/rates_cache.py 不要动。")], "- billing/rates_cache.py 不要动。")
+    assert [(f.kind, f.severity) for f in found] == [("constraint_dropped", "low")]
+
+
+def test_an_allowance_nobody_gave_under_the_constraints_heading() -> None:
+    messages = [user("把 round_cents 改回 ROUND_HALF_UP。")]
+    found = check_drift(messages, "## Constraints and preferences\n- 允许在 billing/tax.py 中使用 ROUND_HALF_UP。")
+    assert "constraint_fabricated" in kinds(found)
+
+
+def test_a_known_path_under_the_working_directory_is_no_invention() -> None:
+    messages = [
+        user("You are working in /srv/app. Fix billing/tax.py."),
+        assistant("GET /v1/health returned 200; the migration is migrations/0042_add_index.sql."),
+    ]
+    assert "identifier_fabricated" not in kinds(check_drift(messages, "- Fixed /srv/app/billing/tax.py."))
+    invented = check_drift(messages, "- The migration file is /v1/migrations/0042_add_index.sql.")
+    assert "identifier_fabricated" in kinds(invented)
+
+
+class TestRetailRules:
+    MESSAGES = [
+        user("你好，我想退一个东西。"),
+        user("#W5823417 里的那个机械键盘。不要取消我妈妈那张订单 #W1192604，那个她还要用。"),
+        assistant("确认退这一件，退款 329 元回到 PayPal 吗？"),
+        user("确认，就退这件吧。"),
+        assistant("已提交退货：#W5823417 的机械键盘（6117428830），329 元将原路退回 PayPal，5 到 7 个工作日到账。"),
+        user("以后退款都用礼品卡 gift_card_2207 就行，不要再退到 PayPal 了。"),
+    ]
+
+    def test_a_verb_the_lists_do_not_know_is_inverted_by_its_concept(self) -> None:
+        found = check_drift(self.MESSAGES, "- 用户取消了订单 #W1192604。")
+        assert ("constraint_inverted", 1) in [(f.kind, f.source_index) for f in found]
+        en = check_drift(self.MESSAGES, "- The order #W1192604 was cancelled.")
+        assert "constraint_inverted" in kinds(en)
+
+    def test_history_before_the_rule_is_no_inversion(self) -> None:
+        summary = (
+            "- 不要取消订单 #W1192604。\n"
+            "- 已提交退货：#W5823417 的机械键盘（6117428830），329 元将原路退回 PayPal，5 到 7 个工作日到账。\n"
+            "- 以后退款都用礼品卡 gift_card_2207，不要再退到 PayPal。"
+        )
+        assert "constraint_inverted" not in kinds(check_drift(self.MESSAGES, summary))
+        later = summary + "\n- 下一笔退款要退到 PayPal。"
+        assert "constraint_inverted" in kinds(check_drift(self.MESSAGES, later))
+
+    def test_a_bound_is_no_refusal(self) -> None:
+        summary = "- 不要取消订单 #W1192604。\n- 用户要求退款不超过 200 元，并且确认退掉订单中的机械键盘。"
+        assert "constraint_inverted" not in kinds(check_drift(self.MESSAGES[:4], summary))
+
+
+def test_an_error_with_swapped_identifiers_is_misplaced() -> None:
+    messages = [
+        call("c1", "return_delivered_order_items", {"order_id": "#W5823417", "item_ids": ["8823019934"]}),
+        result("c1", "Error: item 8823019934 not found in order #W5823417"),
+        assistant("The right item is 6117428830; return submitted."),
+    ]
+    wrong = check_drift(messages, "- Error: item 6117428830 not found in order #W5823417 (line 14)")
+    assert [(f.kind, f.code, f.source_index) for f in wrong] == [("wrong_attribution", "error_misplaced", 1)]
+    right = check_drift(messages, "- Error: item 8823019934 not found in order #W5823417; returned 6117428830.")
+    assert "wrong_attribution" not in kinds(right)

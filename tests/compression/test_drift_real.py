@@ -1,0 +1,119 @@
+"""The drift detector replayed over real model answers and their hand labels (bench/drift_real.py --replay).
+
+The answers are saved by ``make bench-model`` under ``bench/data/model_runs/`` and labelled blind in
+``bench/data/model_labels.json``; this test rescores them in seconds, so every detector change is checked
+against real model output. Held-out answers (a third, by the hash of their id) are never tuned on.
+
+Targets (issue 17): on the held-out answers, recall of labelled errors >= 80% in each language, and at most
+one false alarm per 20 faithful summaries. Where the detector does not reach a target yet, the number it
+reaches is asserted as a floor (see ``FLOORS``), so a regression fails; the report of ``bench/drift_real.py``
+says which.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from bench.drift_real import LABEL_KINDS, LABELS, RUNS, Scored, answer_text, load_labels, score, split_of, totals
+
+TARGET_RECALL = 0.80
+#: at most this many faithful summaries with a false alarm, per 20
+TARGET_ALARMS_PER_20 = 1.0
+#: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-02 over 21
+#: labelled answers (15 dev, 6 held-out): dev zh 14/19 = 0.74; held-out en 17/25 = 0.68, zh 5/14 = 0.36;
+#: with one more held-out answer, 2 of 34 held-out faithful items had a false alarm (1.2 per 20). Targets
+#: not met there; the floors and the ceiling sit a little past, as the labelled set is still growing.
+FLOORS: dict[tuple[str, str], float] = {
+    ("dev", "recall_zh"): 0.70,
+    ("heldout", "recall_en"): 0.60,
+    ("heldout", "recall_zh"): 0.30,
+    ("heldout", "item_alarms_per_20"): 2.0,
+}
+
+pytestmark = pytest.mark.skipif(
+    not LABELS.exists() or not (RUNS / "inputs").is_dir(),
+    reason="no saved real-model answers or labels (bench/data/model_runs/, bench/data/model_labels.json)",
+)
+
+
+@cache
+def scored(split: str) -> tuple[Scored, ...]:
+    return tuple(score(RUNS, LABELS, split))
+
+
+def test_the_labels_are_well_formed() -> None:
+    labels = load_labels()
+    assert labels.get("version") == 1
+    answers = labels["answers"]
+    assert answers, "no labelled answers"
+    for answer_id, label in answers.items():
+        model, _, rest = answer_id.rpartition("/")
+        case = rest.split("__", 1)[0]
+        assert label["split"] == split_of(answer_id), answer_id
+        answer = json.loads((RUNS / "answers" / model / f"{rest}.json").read_text(encoding="utf-8"))
+        archived = json.loads((RUNS / "inputs" / f"{case}.json").read_text(encoding="utf-8"))["archived"]
+        text = answer_text(answer, label["text"])
+        for item in label["items"]:
+            assert item["kind"] in LABEL_KINDS, (answer_id, item)
+            if item["kind"] in ("constraint_dropped", "identifier_missing"):
+                index = item["source_index"]
+                assert isinstance(index, int) and 0 <= index < len(archived), (answer_id, item)
+            else:
+                assert item["quote"] in text, (answer_id, item["quote"])
+    assert {label["split"] for label in answers.values()} == {"dev", "heldout"}
+
+
+@pytest.mark.parametrize("split", ["dev", "heldout"])
+def test_recall_per_language(split: str) -> None:
+    t = totals(scored(split))
+    assert t.by_language, "no labelled errors"
+    for lang, (caught, n) in sorted(t.by_language.items()):
+        floor = FLOORS.get((split, f"recall_{lang}"), TARGET_RECALL)
+        assert caught / n >= floor, f"{split} {lang}: caught {caught} of {n} ({caught / n:.2f} < {floor})"
+
+
+@pytest.mark.parametrize("split", ["dev", "heldout"])
+def test_false_alarms_per_20_faithful_summaries(split: str) -> None:
+    t = totals(scored(split))
+    if not t.faithful_summaries:
+        pytest.skip(f"{split}: no answer is faithful throughout (the faithful items are checked below)")
+    per20 = t.faithful_summaries_alarmed / t.faithful_summaries * 20
+    ceiling = FLOORS.get((split, "alarms_per_20"), TARGET_ALARMS_PER_20)
+    assert per20 <= ceiling, (
+        f"{split}: {t.faithful_summaries_alarmed} of {t.faithful_summaries} faithful summaries with a false alarm"
+        f" ({per20:.1f} per 20 > {ceiling})"
+    )
+
+
+@pytest.mark.parametrize("split", ["dev", "heldout"])
+def test_false_alarms_per_20_faithful_items(split: str) -> None:
+    """The same target on each faithful restatement (a constraint, limit, identifier kept correctly)."""
+    t = totals(scored(split))
+    assert t.faithful_items, "no faithful item labelled"
+    per20 = t.faithful_items_alarmed / t.faithful_items * 20
+    ceiling = FLOORS.get((split, "item_alarms_per_20"), TARGET_ALARMS_PER_20)
+    assert per20 <= ceiling, (
+        f"{split}: {t.faithful_items_alarmed} of {t.faithful_items} faithful items with a false alarm"
+        f" ({per20:.1f} per 20 > {ceiling})"
+    )
+
+
+def test_the_replay_is_fast() -> None:
+    import time
+
+    started = time.perf_counter()
+    scored.cache_clear()
+    count = len(scored("all"))
+    elapsed = time.perf_counter() - started
+    assert count and elapsed < 30, f"{count} answers rescored in {elapsed:.1f} s"
+
+
+def test_the_scorer_reads_the_paths_the_contract_names() -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert root / "bench" / "data" / "model_runs" == RUNS
+    assert root / "bench" / "data" / "model_labels.json" == LABELS
