@@ -1,4 +1,10 @@
-"""Suite-wide setup: in CI the real PostgreSQL and Redis are required, not optional; shared fixtures."""
+"""Suite-wide setup: in CI the real PostgreSQL and Redis are required, not optional; shared fixtures.
+
+Under pytest-xdist (``make test`` runs ``-n``) each worker process has its own test database
+(pytest-django suffixes the name with the worker id), its own cache key prefix on a shared Redis, and
+keeps the tests that share an expensive module-scoped fixture (a Celery worker process, a private
+Redis) together; those start first, so the short tests fill in around them.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
     # Django's real hasher costs most of a second per password; tests make hundreds of users
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    xdist_worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if xdist_worker:
+        # _fresh_cache below deletes this prefix's keys after every test: on a Redis shared by the
+        # workers, one worker's clean-up must not drop another's throttle and lockout counters mid-test
+        for cache in settings.CACHES.values():
+            cache["KEY_PREFIX"] = f"{cache.get('KEY_PREFIX') or 'console'}-{xdist_worker}"
     if os.environ.get("CI") != "true":
         return
 
@@ -37,6 +49,24 @@ def pytest_configure(config: pytest.Config) -> None:
         redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5).ping()
     except Exception as exc:
         pytest.exit(f"CI=true but Redis at {settings.REDIS_URL} is not reachable: {exc}", returncode=3)
+
+
+#: module-scoped fixtures that start a process (a Celery worker, a private redis-server): the tests using one
+#: run in one xdist worker, so it starts once
+SHARED_PROCESS_FIXTURES = frozenset({"worker", "broker", "private_redis"})
+#: markers of the slow tests (real processes, a browser), started first under xdist
+SLOW_MARKERS = ("faults", "worker", "browser")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group marks into node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a plain run keeps the files' order
+    for item in items:
+        if SHARED_PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    # every worker sorts alike (the scheduler checks that all collected the same list in the same order)
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in SLOW_MARKERS))
 
 
 @pytest.fixture(autouse=True)
