@@ -1,9 +1,12 @@
 """Suite-wide setup: in CI the real PostgreSQL and Redis are required, not optional; shared fixtures.
 
-Under pytest-xdist (``make test`` runs ``-n``) each worker process has its own test database
-(pytest-django suffixes the name with the worker id), its own cache key prefix on a shared Redis, and
-keeps the tests that share an expensive module-scoped fixture (a Celery worker process, a private
-Redis) together; those start first, so the short tests fill in around them.
+Under pytest-xdist (``make test`` runs ``-n 3 --dist load``) each worker process has its own test
+database (pytest-django suffixes the name with the worker id) and its own cache key prefix on a shared
+Redis; Celery worker processes, queues, private Redis servers, live servers and fake models are per
+test or per module with names and ports of their own. ``--dist load``, not loadfile/loadgroup: with
+pytest 9 those schedule by node id, and schemathesis gives its 19 fuzz items one node id (18 were
+silently dropped), while xdist_group marks are not applied (xdist sets ``_nodeid``, which pytest 9
+no longer reads).
 """
 
 from __future__ import annotations
@@ -51,20 +54,14 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit(f"CI=true but Redis at {settings.REDIS_URL} is not reachable: {exc}", returncode=3)
 
 
-#: module-scoped fixtures that start a process (a Celery worker, a private redis-server): the tests using one
-#: run in one xdist worker, so it starts once
-SHARED_PROCESS_FIXTURES = frozenset({"worker", "broker", "private_redis"})
-#: markers of the slow tests (real processes, a browser), started first under xdist
+#: markers of the slow tests (real processes, a browser): under xdist they are handed out first, so the
+#: short tests fill in around them instead of one long test finishing alone at the end
 SLOW_MARKERS = ("faults", "worker", "browser")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group marks into node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a plain run keeps the files' order
-    for item in items:
-        if SHARED_PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     # every worker sorts alike (the scheduler checks that all collected the same list in the same order)
     items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in SLOW_MARKERS))
 
