@@ -24,6 +24,17 @@ test: $(STAMP)
 	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
 	scripts/test.sh
 
+.PHONY: test-fast golden
+
+## test-fast: the edit loop: the suite without browser, real-worker and fault tests, no lint
+test-fast: $(STAMP)
+	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
+	scripts/test.sh --fast
+
+## golden: rewrite the pipeline's expected-output files (tests/compression/golden/expected/); review the diff
+golden: $(STAMP)
+	$(BIN)/python -m tests.compression.golden.regen
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -28,10 +28,6 @@ def messages_sha256(messages: Sequence[Message]) -> str:
     return hashlib.sha256(canonical_json(list(messages)).encode("utf-8")).hexdigest()
 
 
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def copy_json(value: Any) -> Any:
     """Deep copy of JSON-like data (dicts, lists, scalars); much faster than ``copy.deepcopy``."""
     if isinstance(value, dict):
@@ -63,14 +59,6 @@ def tool_calls_of(message: Any) -> list[dict[str, Any]]:
 def tool_call_ids(message: Any) -> list[str]:
     """Ids of the tool calls of an assistant message, in order."""
     return [c["id"] for c in tool_calls_of(message) if isinstance(c.get("id"), str)]
-
-
-def has_tool_calls(message: Any) -> bool:
-    return bool(tool_calls_of(message))
-
-
-def is_tool_result(message: Any) -> bool:
-    return isinstance(message, dict) and message.get("role") == "tool"
 
 
 def call_name(call: dict[str, Any]) -> str:

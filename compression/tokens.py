@@ -396,8 +396,3 @@ def count_tokens(messages: Iterable[dict[str, Any]]) -> int:
     costs the new messages only.
     """
     return default_counter.count(messages)
-
-
-def count_message_tokens(message: dict[str, Any]) -> int:
-    """Tokens of one message (cached)."""
-    return default_counter.message(message)

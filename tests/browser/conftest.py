@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.console.workers import celery_worker, default_queue, unique_queue, worker_env
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -15,6 +16,10 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+
+# expect() waits 5 s by default, whatever page.set_default_timeout says: too short on a loaded machine (or
+# beside other xdist workers) for a run the Celery worker finishes; what each assertion checks is unchanged
+expect.set_options(timeout=30_000)
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
+WAIT_SCALE = float(os.environ.get("TEST_WAIT_SCALE") or (3 if os.environ.get("PYTEST_XDIST_WORKER") else 1))
 
 
 def worker_database_url() -> str:
@@ -125,8 +126,13 @@ def default_queue(queue: str) -> Iterator[None]:
 def wait_until(
     read: Callable[[], T], done: Callable[[T], bool], timeout: float, what: str, worker: subprocess.Popen | None = None
 ) -> T:
-    """Poll ``read()`` until ``done(value)``; fail with the worker's output after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    """Poll ``read()`` until ``done(value)``; fail with the worker's output after ``timeout`` seconds.
+
+    The timeout is multiplied by ``TEST_WAIT_SCALE`` (default 3 under xdist, else 1): a worker starting
+    beside other test processes on a loaded machine takes several times as long; nothing waits for a
+    timeout to pass, so a longer one changes no outcome, only how long a real failure takes to show.
+    """
+    deadline = time.monotonic() + timeout * WAIT_SCALE
     while True:
         value = read()
         if done(value):

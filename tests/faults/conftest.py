@@ -86,11 +86,14 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateR
 @pytest.fixture(scope="module")
 def broker(private_redis: PrivateRedis) -> Iterator[PrivateRedis]:
     """The test process's Celery app sends through the private Redis meanwhile (its pools rebuilt both ways)."""
+    from kombu import pools
+
     from console.celery import app
 
     def repoint(url: str) -> None:
-        if app._pool is not None:
-            app._pool.force_close_all()
+        # kombu keeps its pools in process-wide registries keyed by broker URL: closing one in place would
+        # leave a closed pool there for whichever test sends next in this process, so drop them all
+        pools.reset()
         app._pool = None
         app.amqp._producer_pool = None
         app.conf.broker_url = url
