@@ -133,3 +133,46 @@ def test_the_drift_case_page_links_references_too(as_reviewer, twice):
     page = html_of(as_reviewer.get(f"/drift/{case.pk}/"))
     text = page.split('aria-label="Summary text">', 1)[1].split("</article>", 1)[0]
     assert LINK.findall(text) and not BARE.findall(LINK.sub("", text))
+
+
+# --------------------------------------------------------------------------- the run diff
+
+
+def test_the_run_diff_shows_the_archived_originals_beside_the_summary_with_links_in_the_page(as_viewer, twice):
+    _, second = twice
+    archive = Archive.objects.get(run=second)
+    page = html_of(as_viewer.get(f"/runs/{second.pk}/"))
+
+    block = page.split('class="darchive', 1)[1].split('<div class="dfold', 1)[0]
+    count = archive.end - archive.start
+    assert f"Show the {count} archived originals beside the summary" in block
+    for index in range(archive.start, archive.end):
+        assert f'id="orig-{index}"' in block
+    summary_text = block.split('aria-label="Summary text">', 1)[1].split("</div>", 1)[0]
+    links = LINK.findall(summary_text)
+    assert links and not BARE.findall(LINK.sub("", summary_text))
+    in_page = [(h, n) for h, n in links if h.startswith("#")]
+    away = [(unescape(h), n) for h, n in links if not h.startswith("#")]
+    assert in_page and away  # this archive's originals in the page, the carried ones on the first archive's page
+    for href, n in in_page:
+        index = int(href.removeprefix("#orig-"))
+        assert f'id="{href[1:]}"' in block
+        assert history_index_of(archive, index) == int(n)
+    for href, _n in away:
+        assert href.startswith("/archives/") and int(href.split("/")[2]) != archive.pk
+
+
+def test_archived_originals_in_the_run_diff_are_masked(as_viewer, db):
+    from console.services.sessions import ImportedSession, create_session
+    from tests.console.factories import SECRET
+
+    session = sample_session()
+    messages = Message.load(session.keys())
+    messages[6] = {"role": "user", "content": f"use the key {SECRET} for the export, then #2 again"}
+    masked = create_session(ImportedSession(key="masked-diff", messages=messages, metadata={}))
+    run = compress_now(masked)
+    archive = Archive.objects.get(run=run)
+    assert archive.start <= 6 < archive.end
+    page = html_of(as_viewer.get(f"/runs/{run.pk}/"))
+    assert 'id="orig-6"' in page and "use the key" in page
+    assert SECRET not in page and SECRET[:12] not in page
