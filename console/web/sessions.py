@@ -13,6 +13,7 @@ from django.db.models import Count, F, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
@@ -25,7 +26,7 @@ from compression.summary_message import parse_summary_message
 from ..display import MessageView, ToolCallView, mask_unless_revealed, may_reveal, message_view
 from ..errors import ServiceError
 from ..models import CompressionRun, DriftCase, Session, SessionEntry, Summary
-from ..queries import SessionQuery
+from ..queries import SessionQuery, session_hits
 from ..services import runs as run_service
 from ..services.validation import session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
@@ -242,10 +243,35 @@ def _session_context(request: HttpRequest, session: Session, *, reveal: bool, st
     ctx.update(_header(session, reveal))
     if fragment(request):
         return ctx  # a window of the timeline: nothing else is rendered
+    ctx.update(search_context(request, session))
     ctx.update(_runs_context(session))
     if request.user.has_perm(COMPRESS):
         ctx["form"] = form or CompressForm(session=session)
     return ctx
+
+
+#: search results listed on the session and archive pages
+SEARCH_HITS = 100
+#: the longest search the pages accept (longer is cut)
+SEARCH_CHARS = 200
+
+
+def search_needle(request: HttpRequest) -> str:
+    return (request.GET.get("q") or "").strip()[:SEARCH_CHARS]
+
+
+def search_context(request: HttpRequest, session: Session) -> dict[str, Any]:
+    """``?q=``: the messages of the live history that contain it (masked text, as the sessions list searches)."""
+    needle = search_needle(request)
+    if not needle:
+        return {"q": ""}
+    hits, more = session_hits(session, needle, SEARCH_HITS)
+    base = reverse("session", args=[session.pk])
+    reveal = {"reveal": "1"} if request.GET.get("reveal") else {}
+    for hit in hits:
+        n = hit["position"]
+        hit |= {"number": n, "href": f"{base}?{urlencode({'at': n, 'q': needle} | reveal)}#m-{n}"}
+    return {"q": needle, "hits": hits, "more_hits": more}
 
 
 @require_GET
