@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import markdown as markdown_lib
@@ -78,6 +79,14 @@ class MessageView:
     is_lost_result: bool = False
     #: the non-text content parts (image, audio, file), by kind: the page shows that they were there
     attachments: list[str] = field(default_factory=list)
+    #: when the message was written, as stored with it (``timestamp``), and as the page prints it
+    timestamp: str = ""
+    when: str = ""
+
+    @property
+    def rest_chars(self) -> int:
+        """How many characters "show the rest" adds to the preview (not the whole length)."""
+        return max(0, self.full_chars - len(self.text))
 
 
 def attachment_kinds(data: dict[str, Any]) -> list[str]:
@@ -138,7 +147,25 @@ def message_view(
         is_inserted=is_inserted_message(data),
         is_lost_result=data.get("role") == "tool" and data.get("content") == LOST_RESULT,
         attachments=attachment_kinds(data),
+        **message_time(data, reveal),
     )
+
+
+def message_time(data: dict[str, Any], reveal: bool = False) -> dict[str, str]:
+    """A stored message's ``timestamp`` (ISO 8601 as agent runtimes write it): ``{"timestamp", "when"}``."""
+    value = data.get("timestamp")
+    if not isinstance(value, str | int | float) or isinstance(value, bool) or value == "":
+        return {}
+    try:
+        moment = (
+            datetime.fromtimestamp(value, tz=UTC)
+            if isinstance(value, int | float)
+            else datetime.fromisoformat(value.replace("Z", "+00:00"))
+        )
+    except (ValueError, OverflowError, OSError):
+        text = mask_unless_revealed(str(value), reveal)[:40]
+        return {"timestamp": "", "when": text}
+    return {"timestamp": moment.isoformat(), "when": moment.strftime("%Y-%m-%d %H:%M:%S")}
 
 
 class _RawHtmlAsText(markdown_lib.Extension):
