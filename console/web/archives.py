@@ -29,6 +29,7 @@ from .presenters import (
     compare_pair,
     fact_rows,
     finding_rows,
+    history_numbers,
     split_by_key,
     summary_progress_context,
     versions_of,
@@ -94,12 +95,22 @@ def window_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict
     first = page * PAGE_SIZE
     keys = archive.message_keys[first : first + PAGE_SIZE]
     rows = load_messages(keys)
+    numbers = history_numbers(archive)
     shown_rows = []
     for offset, key in enumerate(keys):
         index = archive.start + first + offset
         found = rows.get(key)
         view = message_view(key, found[0], reveal=reveal, tokens=found[1]) if found else None
-        shown_rows.append({"index": index, "anchor": f"a-{index}", "m": view, "key": key, "targeted": index == at})
+        shown_rows.append(
+            {
+                "index": index,
+                "anchor": f"a-{index}",
+                "m": view,
+                "key": key,
+                "targeted": index == at,
+                "number": numbers[first + offset],
+            }
+        )
     return {
         "rows": shown_rows,
         "page": page + 1,

@@ -9,15 +9,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.db.models import Q
 from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from compression.facts import history_position
+from compression.facts import COMPRESSOR_TEXTS, history_indexes, history_position
 from compression.summary_message import is_summary_message
+from compression.types import SUMMARY_MARKER
 
 from ..display import link_references, mask_unless_revealed, render_markdown
-from ..models import Archive, CompressionRun, DriftCase, Summary
+from ..models import Archive, CompressionRun, DriftCase, Message, Summary
 from . import labels, load_messages
 
 
@@ -282,6 +284,20 @@ class References:
             return self.href(n)
 
         return href
+
+
+def history_numbers(archive: Archive) -> list[int | None]:
+    """The ``#N`` of each of ``archive``'s originals (``None`` for an earlier summary and the compressor's texts).
+
+    Only the messages that change the numbering are loaded (summaries and the compressor's texts, found
+    by their searchable text); the others count as one each.
+    """
+    special = dict(
+        Message.objects.filter(sha256__in=set(archive.message_keys))
+        .filter(Q(text__startswith=SUMMARY_MARKER) | Q(text__in=COMPRESSOR_TEXTS))
+        .values_list("sha256", "data")
+    )
+    return history_indexes([special.get(k, {}) for k in archive.message_keys], archive.start)
 
 
 def summary_html(summary: Summary, reveal: bool, href_for: Callable[[int], str | None] | None = None) -> SafeString:

@@ -40,7 +40,7 @@ from ..models import Archive, CompressionRun, Summary
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
 from . import VIEW, int_or_none, labels, load_messages, reveal_requested
 from .htmx import partial
-from .presenters import References
+from .presenters import References, history_numbers
 
 VIEWS = ("side", "unified")
 #: characters of a message a diff row shows before "show the rest" (rows come two by two)
@@ -440,11 +440,14 @@ def _archived_originals(block: BlockView, archive: Archive, reveal: bool) -> Non
     to them in the page (to the archive page for those not shown here, or held by an earlier archive)."""
     keys = archive.message_keys[:ARCHIVED_SHOWN]
     found = load_messages(keys)
+    numbers = history_numbers(archive)
     for offset, key in enumerate(keys):
         index = archive.start + offset
         row = found.get(key)
         view = message_view(key, row[0], reveal=reveal, tokens=row[1], limit=DIFF_PREVIEW_CHARS) if row else None
-        block.originals.append({"index": index, "anchor": archived_anchor(index), "m": view, "key": key})
+        block.originals.append(
+            {"index": index, "anchor": archived_anchor(index), "m": view, "key": key, "number": numbers[offset]}
+        )
     block.originals_hidden = len(archive.message_keys) - len(keys)
     last_shown = archive.start + len(keys)
     href = References(archive).in_page(lambda i: archived_anchor(i) if i < last_shown else None)
