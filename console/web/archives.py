@@ -15,7 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import trigger_client_event
 
 from ..diff.words import word_diff
-from ..display import mask_unless_revealed, message_view, render_markdown
+from ..display import mask_unless_revealed, message_view
 from ..errors import ArchiveCorrupted, ServiceError
 from ..models import Archive, Summary
 from ..queries import archive_hits
@@ -31,6 +31,7 @@ from .presenters import (
     finding_rows,
     history_numbers,
     split_by_key,
+    summary_html,
     summary_progress_context,
     versions_of,
 )
@@ -215,8 +216,8 @@ def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         findings = split_by_key(finding_rows(a, reveal), finding_rows(b, reveal), lambda f: f["key"])
         ctx |= {
             "sides": [
-                ("A", a, render_markdown(a.text, reveal) if a.text else ""),
-                ("B", b, render_markdown(b.text, reveal) if b.text else ""),
+                ("A", a, summary_html(a, reveal)),
+                ("B", b, summary_html(b, reveal)),
             ],
             "spans": word_diff(text_a, text_b),
             "same_text": a.text == b.text,

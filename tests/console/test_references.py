@@ -176,3 +176,14 @@ def test_archived_originals_in_the_run_diff_are_masked(as_viewer, db):
     page = html_of(as_viewer.get(f"/runs/{run.pk}/"))
     assert 'id="orig-6"' in page and "use the key" in page
     assert SECRET not in page and SECRET[:12] not in page
+
+
+def test_the_compare_page_links_references_of_both_versions(as_viewer, twice):
+    from console.services.summaries import execute_resummarize, request_resummarize
+
+    _, second = twice
+    archive = Archive.objects.get(run=second)
+    draft = request_resummarize(archive.pk, summarizer="extractive", user=None)
+    assert execute_resummarize(draft.pk) == Summary.Status.DRAFT
+    page = html_of(as_viewer.get(f"/archives/{archive.pk}/compare"))
+    assert len(LINK.findall(page)) >= 10
