@@ -35,7 +35,7 @@ from .presenters import (
     summary_progress_context,
     versions_of,
 )
-from .sessions import SEARCH_HITS, search_needle
+from .sessions import SEARCH_HITS, marked, search_needle
 
 #: archived messages shown per page
 PAGE_SIZE = 200
@@ -77,6 +77,7 @@ def search_context(request: HttpRequest, archive: Archive) -> dict[str, Any]:
     for hit in hits:
         n = hit["message_index"]
         hit |= {"number": n, "href": f"{base}?{urlencode({'at': n, 'q': needle} | reveal)}#a-{n}"}
+        hit["parts"] = marked(hit["snippet"], needle)
     return {"q": needle, "hits": hits[:SEARCH_HITS], "more_hits": len(hits) > SEARCH_HITS}
 
 

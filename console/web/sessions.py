@@ -323,6 +323,14 @@ def search_needle(request: HttpRequest) -> str:
     return (request.GET.get("q") or "").strip()[:SEARCH_CHARS]
 
 
+def marked(snippet: str, needle: str) -> dict[str, str]:
+    """A search snippet cut around its first match, for ``before<mark>match</mark>after`` (escaped as usual)."""
+    at = snippet.lower().find(needle.lower())
+    if at < 0:
+        return {"before": snippet, "match": "", "after": ""}
+    return {"before": snippet[:at], "match": snippet[at : at + len(needle)], "after": snippet[at + len(needle) :]}
+
+
 def search_context(request: HttpRequest, session: Session) -> dict[str, Any]:
     """``?q=``: the messages of the live history that contain it (masked text, as the sessions list searches)."""
     needle = search_needle(request)
@@ -334,6 +342,7 @@ def search_context(request: HttpRequest, session: Session) -> dict[str, Any]:
     for hit in hits:
         n = hit["position"]
         hit |= {"number": n, "href": f"{base}?{urlencode({'at': n, 'q': needle} | reveal)}#m-{n}"}
+        hit["parts"] = marked(hit["snippet"], needle)
     return {"q": needle, "hits": hits, "more_hits": more}
 
 

@@ -51,6 +51,7 @@ def test_the_session_page_finds_messages_and_jumps_to_the_one_that_matched(as_vi
     window = html_of(as_viewer.get(response["Location"].split("#")[0]))
     assert f'id="m-{last}"' in window
     assert "1 message contains" in page
+    assert "<mark>nightly export key</mark>" in page
 
 
 def test_the_archive_page_finds_originals_and_highlights_the_one_it_jumps_to(as_viewer, with_secret):
