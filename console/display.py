@@ -11,11 +11,15 @@ which templates also apply to every string they print).
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import markdown as markdown_lib
 import nh3
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from compression.assemble import is_inserted_message
@@ -75,6 +79,14 @@ class MessageView:
     is_lost_result: bool = False
     #: the non-text content parts (image, audio, file), by kind: the page shows that they were there
     attachments: list[str] = field(default_factory=list)
+    #: when the message was written, as stored with it (``timestamp``), and as the page prints it
+    timestamp: str = ""
+    when: str = ""
+
+    @property
+    def rest_chars(self) -> int:
+        """How many characters "show the rest" adds to the preview (not the whole length)."""
+        return max(0, self.full_chars - len(self.text))
 
 
 def attachment_kinds(data: dict[str, Any]) -> list[str]:
@@ -135,7 +147,25 @@ def message_view(
         is_inserted=is_inserted_message(data),
         is_lost_result=data.get("role") == "tool" and data.get("content") == LOST_RESULT,
         attachments=attachment_kinds(data),
+        **message_time(data, reveal),
     )
+
+
+def message_time(data: dict[str, Any], reveal: bool = False) -> dict[str, str]:
+    """A stored message's ``timestamp`` (ISO 8601 as agent runtimes write it): ``{"timestamp", "when"}``."""
+    value = data.get("timestamp")
+    if not isinstance(value, str | int | float) or isinstance(value, bool) or value == "":
+        return {}
+    try:
+        moment = (
+            datetime.fromtimestamp(value, tz=UTC)
+            if isinstance(value, int | float)
+            else datetime.fromisoformat(value.replace("Z", "+00:00"))
+        )
+    except (ValueError, OverflowError, OSError):
+        text = mask_unless_revealed(str(value), reveal)[:40]
+        return {"timestamp": "", "when": text}
+    return {"timestamp": moment.isoformat(), "when": moment.strftime("%Y-%m-%d %H:%M:%S")}
 
 
 class _RawHtmlAsText(markdown_lib.Extension):
@@ -151,11 +181,52 @@ def render_markdown(text: str, reveal: bool = False) -> SafeString:
     html = markdown_lib.markdown(
         mask_unless_revealed(text, reveal), extensions=["fenced_code", "tables", "sane_lists", _RawHtmlAsText()]
     )
-    clean = nh3.clean(
+    return mark_safe(_clean(html))  # noqa: S308 - sanitized by nh3
+
+
+def _clean(html: str) -> str:
+    return nh3.clean(
         html,
         tags=_MARKDOWN_TAGS,
-        attributes={"a": {"href", "title"}, "code": {"class"}, "th": {"align"}, "td": {"align"}},
+        attributes={"a": {"href", "title", "class"}, "code": {"class"}, "th": {"align"}, "td": {"align"}},
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
-    return mark_safe(clean)  # noqa: S308 - sanitized by nh3 just above
+
+
+#: a ``#N`` reference in a summary's text (not ``&#39;``, not part of a word or a longer number)
+_REFERENCE = re.compile(r"(?<![&\w#])#(\d{1,9})(?!\w)")
+#: a tag as nh3 serializes it (attribute values always double-quoted, ``"`` in them escaped)
+_TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
+
+
+def link_references(html: SafeString | str, href_for: Callable[[int], str | None]) -> SafeString:
+    """Sanitized summary HTML (from :func:`render_markdown`) with every ``#N`` made a link to ``href_for(N)``.
+
+    Only text between tags is touched, never inside a tag or an existing link; the href comes from
+    ``href_for`` (URLs the console builds, escaped again here) and the visible text stays ``#N``, so no
+    content of the summary becomes markup. A reference ``href_for`` cannot place stays plain text.
+    """
+    out: list[str] = []
+    depth = 0  # inside <a>…</a>: leave the text alone
+    for part in _TAG.split(str(html)):
+        if part.startswith("<"):
+            name = part[1:].split(None, 1)[0].rstrip(">/").lower() if len(part) > 2 else ""
+            if name == "a":
+                depth += 1
+            elif name == "/a":
+                depth = max(0, depth - 1)
+            out.append(part)
+        elif depth or "#" not in part:
+            out.append(part)
+        else:
+            out.append(_REFERENCE.sub(lambda m: _reference_link(m, href_for), part))
+    # and through the allow-list once more: whatever the input was, the output is sanitized HTML
+    return mark_safe(_clean("".join(out)))  # noqa: S308 - sanitized by nh3
+
+
+def _reference_link(match: re.Match[str], href_for: Callable[[int], str | None]) -> str:
+    href = href_for(int(match.group(1)))
+    if not href:
+        return match.group(0)
+    return f'<a class="ref" href="{escape(href)}">{match.group(0)}</a>'

@@ -302,28 +302,51 @@ class AuditQuery:
 # --------------------------------------------------------------------------- archive search
 
 
-def archive_hits(session: Session, needle: str, limit: int) -> list[dict[str, Any]]:
-    """Archived originals of ``session`` containing ``needle``, in archive order, with a snippet each.
+def archive_hits(session: Session, needle: str, limit: int, *, archive_id: int | None = None) -> list[dict[str, Any]]:
+    """Archived originals of ``session`` (of one archive: ``archive_id``) containing ``needle``, in archive
+    order, with a snippet each; ``message_index`` is the message's index in its run's input (the archive
+    page's numbering).
 
     ``Message.text`` is stored masked: a search never confirms a secret the response would hide.
     """
-    archives = list(session.archives.order_by("created_at", "id").values_list("pk", "start", "message_keys"))
+    rows = session.archives.order_by("created_at", "id")
+    if archive_id is not None:
+        rows = rows.filter(pk=archive_id)
+    archives = list(rows.values_list("pk", "start", "message_keys"))
     keys = {k for _, _, message_keys in archives for k in message_keys}
     matches = dict(Message.objects.filter(sha256__in=keys, text__icontains=needle).values_list("sha256", "text")[:5000])
     roles = dict(Message.objects.filter(sha256__in=matches).values_list("sha256", "role"))
     hits: list[dict[str, Any]] = []
-    for archive_id, start, message_keys in archives:
+    for pk, start, message_keys in archives:
         for offset, message_key in enumerate(message_keys):
             if message_key in matches and len(hits) < limit:
                 hits.append(
                     {
-                        "archive_id": archive_id,
+                        "archive_id": pk,
                         "message_index": start + offset,
                         "role": roles.get(message_key, ""),
                         "snippet": snippet(matches[message_key], needle),
                     }
                 )
     return hits
+
+
+def session_hits(session: Session, needle: str, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """Messages of ``session``'s live history containing ``needle``, in order, with a snippet each, and
+    whether there were more than ``limit``. ``position`` is the message's number in the history.
+
+    Searches ``Message.text``, which is stored masked (as :func:`archive_hits` and the sessions list do),
+    so typing part of a hidden secret finds nothing, and snippets show secrets masked.
+    """
+    rows = list(
+        SessionEntry.objects.filter(session=session, message__text__icontains=needle)
+        .order_by("position")
+        .values_list("position", "message__role", "message__text")[: limit + 1]
+    )
+    hits = [
+        {"position": position, "role": role, "snippet": snippet(text, needle)} for position, role, text in rows[:limit]
+    ]
+    return hits, len(rows) > limit
 
 
 def snippet(text: str, needle: str, width: int = 80) -> str:

@@ -9,16 +9,18 @@ from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import trigger_client_event
 
 from ..diff.words import word_diff
-from ..display import mask_unless_revealed, message_view, render_markdown
+from ..display import mask_unless_revealed, message_view
 from ..errors import ArchiveCorrupted, ServiceError
 from ..models import Archive, Summary
+from ..queries import archive_hits
 from ..services.summaries import request_resummarize
-from . import RESUMMARIZE, VIEW, load_messages, reveal_context, see_other
+from . import RESUMMARIZE, VIEW, int_or_none, load_messages, reveal_context, see_other
 from .forms import ResummarizeForm
 from .htmx import SUMMARY_CHANGED, HtmxHttpRequest, partial, region
 from .presenters import (
@@ -27,10 +29,13 @@ from .presenters import (
     compare_pair,
     fact_rows,
     finding_rows,
+    history_numbers,
     split_by_key,
+    summary_html,
     summary_progress_context,
     versions_of,
 )
+from .sessions import SEARCH_HITS, marked, search_needle
 
 #: archived messages shown per page
 PAGE_SIZE = 200
@@ -56,17 +61,34 @@ def archive_context(request: HttpRequest, archive: Archive, reveal: bool) -> dic
     return (
         window_context(request, archive, reveal)
         | versions_context(archive, reveal)
+        | search_context(request, archive)
         | {"corrupted": corrupted, "form": ResummarizeForm()}
     )
+
+
+def search_context(request: HttpRequest, archive: Archive) -> dict[str, Any]:
+    """``?q=``: this archive's originals that contain it (masked text: a search never confirms a hidden secret)."""
+    needle = search_needle(request)
+    if not needle:
+        return {"q": ""}
+    hits = archive_hits(archive.session, needle, SEARCH_HITS + 1, archive_id=archive.pk)
+    base = reverse("archive", args=[archive.pk])
+    reveal = {"reveal": "1"} if request.GET.get("reveal") else {}
+    for hit in hits:
+        n = hit["message_index"]
+        hit |= {"number": n, "href": f"{base}?{urlencode({'at': n, 'q': needle} | reveal)}#a-{n}"}
+        hit["parts"] = marked(hit["snippet"], needle)
+    return {"q": needle, "hits": hits[:SEARCH_HITS], "more_hits": len(hits) > SEARCH_HITS}
 
 
 def window_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict[str, Any]:
     count = len(archive.message_keys)
     pages = max(1, -(-count // PAGE_SIZE))
     page = 0
+    at = int_or_none(request.GET.get("at"))
     try:
-        if "at" in request.GET:
-            page = (int(request.GET["at"]) - archive.start) // PAGE_SIZE
+        if at is not None:
+            page = (at - archive.start) // PAGE_SIZE
         elif "page" in request.GET:
             page = int(request.GET["page"]) - 1
     except ValueError:
@@ -75,12 +97,22 @@ def window_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict
     first = page * PAGE_SIZE
     keys = archive.message_keys[first : first + PAGE_SIZE]
     rows = load_messages(keys)
+    numbers = history_numbers(archive)
     shown_rows = []
     for offset, key in enumerate(keys):
         index = archive.start + first + offset
         found = rows.get(key)
         view = message_view(key, found[0], reveal=reveal, tokens=found[1]) if found else None
-        shown_rows.append({"index": index, "anchor": f"a-{index}", "m": view, "key": key})
+        shown_rows.append(
+            {
+                "index": index,
+                "anchor": f"a-{index}",
+                "m": view,
+                "key": key,
+                "targeted": index == at,
+                "number": numbers[first + offset],
+            }
+        )
     return {
         "rows": shown_rows,
         "page": page + 1,
@@ -185,8 +217,8 @@ def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         findings = split_by_key(finding_rows(a, reveal), finding_rows(b, reveal), lambda f: f["key"])
         ctx |= {
             "sides": [
-                ("A", a, render_markdown(a.text, reveal) if a.text else ""),
-                ("B", b, render_markdown(b.text, reveal) if b.text else ""),
+                ("A", a, summary_html(a, reveal)),
+                ("B", b, summary_html(b, reveal)),
             ],
             "spans": word_diff(text_a, text_b),
             "same_text": a.text == b.text,

@@ -22,7 +22,7 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 from compression.messages import content_text
 
 from .. import audit
-from ..display import mask_unless_revealed, render_markdown
+from ..display import mask_unless_revealed
 from ..errors import ServiceError
 from ..models import CompressionRun, DriftCase, Summary
 from ..queries import CaseQuery
@@ -32,7 +32,7 @@ from . import OPEN_CASE, REVIEW, VIEW, labels, load_messages, reveal_context, se
 from .forms import CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
 from .htmx import CASE_CHANGED, HtmxHttpRequest, fragment, partial, region
 from .labels import FINDING_KINDS, SEVERITIES
-from .presenters import finding_row, label_case, provenance
+from .presenters import finding_row, label_case, provenance, summary_html
 
 PAGE_SIZE = 50
 #: characters of context shown either side of a quoted passage
@@ -217,7 +217,7 @@ def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "summary": summary,
             "archive": summary.archive,
             "pairs": evidence(case, reveal),
-            "html": render_markdown(summary.text, reveal) if summary.text else "",
+            "html": summary_html(summary, reveal),
             "prov": provenance(summary, reveal),
         }
     return render(request, f"console/drift_case.html#{name}" if name else "console/drift_case.html", ctx)

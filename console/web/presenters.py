@@ -4,16 +4,23 @@ to the message a fact or a finding quotes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.db.models import Q
 from django.urls import reverse
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from ..display import mask_unless_revealed
-from ..models import Archive, DriftCase, Summary
-from . import labels
+from compression.facts import COMPRESSOR_TEXTS, history_indexes, history_position
+from compression.summary_message import is_summary_message
+from compression.types import SUMMARY_MARKER
+
+from ..display import link_references, mask_unless_revealed, render_markdown
+from ..models import Archive, CompressionRun, DriftCase, Message, Summary
+from . import labels, load_messages
 
 
 def source_link(archive: Archive, index: Any) -> str | None:
@@ -103,6 +110,7 @@ def compare_with(versions: list[Summary], summary: Summary) -> Summary | None:
 
 
 def fact_rows(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
+    references = References(summary.archive)
     return [
         {
             "kind": fact.get("kind") or "",
@@ -110,7 +118,7 @@ def fact_rows(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
             "text": mask_unless_revealed(str(fact.get("text") or ""), reveal),
             "role": fact.get("role") or "",
             "index": fact.get("source_index"),
-            "link": source_link(summary.archive, fact.get("source_index")),
+            "link": references.fact_href(fact.get("source_index")),
         }
         for fact in summary.facts or []
     ]
@@ -178,3 +186,122 @@ def cases_of(summary: Summary) -> list[Any]:
 def summary_progress_context(summary: Summary) -> dict[str, Any]:
     versions = list(summary.archive.summaries.order_by("created_at", "id"))
     return {"summary": summary, "archive": summary.archive, "compare_a": compare_with(versions, summary)}
+
+
+# --------------------------------------------------------------------------- #N references
+
+
+class References:
+    """Where each ``#N`` of a summary of ``archive`` is shown: the archived original it names.
+
+    ``#N`` is a history index (``compression.summary_message``): ``history_position`` places it in this
+    archive; one that an earlier summary inside the archive stands for (a line carried from an earlier
+    compression) is looked up in the session's earlier archives, newest first, so it lands on the
+    original itself, never on a wrong message. Messages are loaded once, on the first lookup.
+    """
+
+    def __init__(self, archive: Archive) -> None:
+        self.archive = archive
+        self._messages: dict[int, list[dict[str, Any]]] = {}
+        self._earlier: list[Archive] | None = None
+        self._found: dict[int, tuple[Archive, int] | None] = {}
+        self._input: list[dict[str, Any]] | None = None
+
+    def _load(self, archive: Archive) -> list[dict[str, Any]]:
+        if archive.pk not in self._messages:
+            rows = load_messages(archive.message_keys)
+            # a message missing from storage still takes its place in the numbering
+            self._messages[archive.pk] = [rows[k][0] if k in rows else {} for k in archive.message_keys]
+        return self._messages[archive.pk]
+
+    def _place(self, archive: Archive, n: int) -> tuple[int | None, bool]:
+        """``(index in the run input, whether it is an original)`` of ``#n`` in ``archive``."""
+        messages = self._load(archive)
+        position = history_position(messages, n, archive.start)
+        if position is None:
+            return None, False
+        return archive.start + position, not is_summary_message(messages[position])
+
+    def locate(self, n: int) -> tuple[Archive, int] | None:
+        """The archive holding the original ``#n`` and its index in that archive's run input, else ``None``."""
+        if n in self._found:
+            return self._found[n]
+        found: tuple[Archive, int] | None = None
+        index, original = self._place(self.archive, n)
+        if index is not None and original:
+            found = (self.archive, index)
+        else:
+            if self._earlier is None:
+                self._earlier = list(
+                    Archive.objects.filter(session_id=self.archive.session_id, created_at__lte=self.archive.created_at)
+                    .exclude(pk=self.archive.pk)
+                    .order_by("-created_at", "-id")
+                )
+            for other in self._earlier:
+                index, original = self._place(other, n)
+                if index is not None and original:
+                    found = (other, index)
+                    break
+        self._found[n] = found
+        return found
+
+    def href(self, n: int) -> str | None:
+        """The archive page, scrolled to and highlighting ``#n``'s original."""
+        found = self.locate(n)
+        if found is None:
+            return None
+        archive, index = found
+        return f"{reverse('archive', args=[archive.pk])}?at={index}#a-{index}"
+
+    def input_href(self, n: int) -> str | None:
+        """Where ``#n`` is shown when no archive holds it (the run's head or tail): the run diff's input side."""
+        if self.archive.run_id is None:
+            return None
+        if self._input is None:
+            keys = CompressionRun.objects.values_list("input_keys", flat=True).get(pk=self.archive.run_id) or []
+            rows = load_messages(keys)
+            self._input = [rows[k][0] if k in rows else {} for k in keys]
+        position = history_position(self._input, n, 0)
+        if position is None or is_summary_message(self._input[position]):
+            return None
+        return f"{reverse('run', args=[self.archive.run_id])}?at=in-{position}#in-{position}"
+
+    def fact_href(self, n: Any) -> str | None:
+        """A pinned fact's ``source_index`` (a history index, like ``#N``): its original, wherever it is."""
+        if not isinstance(n, int):
+            return None
+        return self.href(n) or self.input_href(n)
+
+    def in_page(self, anchor: Callable[[int], str | None]) -> Callable[[int], str | None]:
+        """A link maker for a page that shows this archive's originals itself (``anchor(index)`` their ids)."""
+
+        def href(n: int) -> str | None:
+            found = self.locate(n)
+            if found is not None and found[0].pk == self.archive.pk:
+                target = anchor(found[1])
+                if target:
+                    return f"#{target}"
+            return self.href(n)
+
+        return href
+
+
+def history_numbers(archive: Archive) -> list[int | None]:
+    """The ``#N`` of each of ``archive``'s originals (``None`` for an earlier summary and the compressor's texts).
+
+    Only the messages that change the numbering are loaded (summaries and the compressor's texts, found
+    by their searchable text); the others count as one each.
+    """
+    special = dict(
+        Message.objects.filter(sha256__in=set(archive.message_keys))
+        .filter(Q(text__startswith=SUMMARY_MARKER) | Q(text__in=COMPRESSOR_TEXTS))
+        .values_list("sha256", "data")
+    )
+    return history_indexes([special.get(k, {}) for k in archive.message_keys], archive.start)
+
+
+def summary_html(summary: Summary, reveal: bool, href_for: Callable[[int], str | None] | None = None) -> SafeString:
+    """A summary's text as the summary, run and drift case pages show it: Markdown, sanitized, ``#N`` linked."""
+    if not summary.text:
+        return SafeString("")
+    return link_references(render_markdown(summary.text, reveal), href_for or References(summary.archive).href)

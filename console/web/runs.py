@@ -23,14 +23,24 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from compression.messages import call_arguments, call_name, content_text
+from compression.summary_message import parse_summary_message
 
 from ..diff import history
 from ..diff.words import inline_diff
-from ..display import MessageView, mask_unless_revealed, may_reveal, message_view, pretty_arguments
+from ..display import (
+    MessageView,
+    link_references,
+    mask_unless_revealed,
+    may_reveal,
+    message_view,
+    pretty_arguments,
+    render_markdown,
+)
 from ..models import Archive, CompressionRun, Summary
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
 from . import VIEW, int_or_none, labels, load_messages, reveal_requested
 from .htmx import partial
+from .presenters import References, history_numbers
 
 VIEWS = ("side", "unified")
 #: characters of a message a diff row shows before "show the rest" (rows come two by two)
@@ -260,6 +270,8 @@ class RowView:
     note: str = ""
     #: the diff was too big to compute: both texts are shown instead
     too_big: bool = False
+    #: an inserted summary: its body as sanitized HTML, each ``#N`` linked to the archived original
+    summary_html: str = ""
 
     @property
     def kind(self) -> str:
@@ -292,6 +304,9 @@ class BlockView:
     anchor: str = ""
     #: an archive block: the deep-linked archived message, if any
     target: int | None = None
+    #: an archive block: the archived originals shown in place (``{"index", "anchor", "m"}``), and how many are not
+    originals: list[dict[str, Any]] = field(default_factory=list)
+    originals_hidden: int = 0
 
     @property
     def kind(self) -> str:
@@ -340,6 +355,9 @@ def _diff_context(
     run_url = reverse("run", args=[run.pk])
     diff_url = reverse("run_diff", args=[run.pk])
     block_views = [_block_view(b, rows, data, reveal, run_url, diff_url, params, focus) for b in blocks]
+    for view_of_block in block_views:
+        if view_of_block.kind == "archive" and archive is not None:
+            _archived_originals(view_of_block, archive, reveal)
     counts = history.count_kinds(rows)
     return {
         "run": run,
@@ -406,6 +424,39 @@ def _block_view(
     out.expand_url = f"{diff_url}?{urlencode({'from': str(block.start), 'to': str(block.end)} | params)}"
     out.page_url = f"{run_url}?{urlencode(params | {'at': first})}#{first}"
     return out
+
+
+#: archived originals shown in place beside their summary (the rest: on the archive page)
+ARCHIVED_SHOWN = 200
+
+
+def archived_anchor(index: int) -> str:
+    """The id of archived original ``index`` (of the run's input) shown inside the run diff's archive block."""
+    return f"orig-{index}"
+
+
+def _archived_originals(block: BlockView, archive: Archive, reveal: bool) -> None:
+    """The originals the summary replaced, masked like every message, and the summary with its ``#N`` linked
+    to them in the page (to the archive page for those not shown here, or held by an earlier archive)."""
+    keys = archive.message_keys[:ARCHIVED_SHOWN]
+    found = load_messages(keys)
+    numbers = history_numbers(archive)
+    for offset, key in enumerate(keys):
+        index = archive.start + offset
+        row = found.get(key)
+        view = message_view(key, row[0], reveal=reveal, tokens=row[1], limit=DIFF_PREVIEW_CHARS) if row else None
+        block.originals.append(
+            {"index": index, "anchor": archived_anchor(index), "m": view, "key": key, "number": numbers[offset]}
+        )
+    block.originals_hidden = len(archive.message_keys) - len(keys)
+    last_shown = archive.start + len(keys)
+    href = References(archive).in_page(lambda i: archived_anchor(i) if i < last_shown else None)
+    for rv in block.rows:
+        if rv.row.note and rv.row.note.get("inserted") == "summary" and rv.row.out_key:
+            payload = load_messages([rv.row.out_key]).get(rv.row.out_key)
+            parsed = parse_summary_message(payload[0]) if payload else None
+            if parsed and parsed[1].strip():
+                rv.summary_html = link_references(render_markdown(parsed[1], reveal), href)
 
 
 def _diff_text(data: dict[str, Any], reveal: bool) -> str:

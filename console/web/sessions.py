@@ -13,6 +13,7 @@ from django.db.models import Count, F, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
@@ -24,8 +25,8 @@ from compression.summary_message import parse_summary_message
 
 from ..display import MessageView, ToolCallView, mask_unless_revealed, may_reveal, message_view
 from ..errors import ServiceError
-from ..models import CompressionRun, DriftCase, Session, SessionEntry, Summary
-from ..queries import SessionQuery
+from ..models import AuditEvent, CompressionRun, DriftCase, Session, SessionEntry, Summary
+from ..queries import SessionQuery, session_hits
 from ..services import runs as run_service
 from ..services.validation import session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
@@ -179,6 +180,68 @@ def timeline(session: Session, start: int, reveal: bool) -> list[TimelineItem]:
     return items
 
 
+#: summary events (versions written, promotions) listed on the session page
+SUMMARY_EVENTS = 50
+
+
+def summary_events(session: Session) -> list[dict[str, Any]]:
+    """The session's summary versions as they were written and promoted, newest first (two queries).
+
+    Versions come from the summary rows (numbered per archive, v1 oldest, as the archive page numbers
+    them); promotions from the ``summary.promote`` audit events, with who promoted and the live summary
+    the promotion replaced.
+    """
+    rows = list(
+        Summary.objects.filter(archive__session=session)
+        .select_related("created_by")
+        .order_by("archive_id", "created_at", "id")
+        .only("pk", "summary_id", "status", "archive_id", "created_at", "created_by", "provenance")
+    )
+    numbers: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    for summary in rows:
+        counts[summary.archive_id] = counts.get(summary.archive_id, 0) + 1
+        numbers[summary.pk] = counts[summary.archive_id]
+    by_pk = {s.pk: s for s in rows}
+    by_summary_id = {s.summary_id: s for s in rows}
+    events: list[dict[str, Any]] = []
+    for summary in rows:
+        trigger = (summary.provenance or {}).get("trigger")
+        events.append(
+            {
+                "kind": "written",
+                "when": summary.created_at,
+                "summary": summary,
+                "number": numbers[summary.pk],
+                "actor": summary.created_by.get_username() if summary.created_by else "",
+                "trigger": labels.label(labels.TRIGGERS, trigger) if trigger else "",
+            }
+        )
+    promotions = AuditEvent.objects.filter(
+        action="summary.promote", object_type="summary", object_id__in=[str(pk) for pk in by_pk]
+    ).order_by("-created_at", "-id")[:SUMMARY_EVENTS]
+    for event in promotions:
+        promoted = by_pk.get(int(event.object_id))
+        if promoted is None:
+            continue
+        replaced_id = (event.before or {}).get("live_summary")
+        replaced = by_summary_id.get(replaced_id) if isinstance(replaced_id, str) else None
+        events.append(
+            {
+                "kind": "promoted",
+                "when": event.created_at,
+                "summary": promoted,
+                "number": numbers[promoted.pk],
+                "actor": event.actor_label,
+                "replaced": replaced,
+                "replaced_number": numbers.get(replaced.pk) if replaced else None,
+                "replaced_id": replaced_id if isinstance(replaced_id, str) else "",
+            }
+        )
+    events.sort(key=lambda e: e["when"], reverse=True)
+    return events[:SUMMARY_EVENTS]
+
+
 def _metadata_value(value: Any, reveal: bool) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return mask_unless_revealed(text, reveal)[:200]
@@ -242,10 +305,45 @@ def _session_context(request: HttpRequest, session: Session, *, reveal: bool, st
     ctx.update(_header(session, reveal))
     if fragment(request):
         return ctx  # a window of the timeline: nothing else is rendered
+    ctx.update(search_context(request, session))
     ctx.update(_runs_context(session))
+    ctx["summary_events"] = summary_events(session)
     if request.user.has_perm(COMPRESS):
         ctx["form"] = form or CompressForm(session=session)
     return ctx
+
+
+#: search results listed on the session and archive pages
+SEARCH_HITS = 100
+#: the longest search the pages accept (longer is cut)
+SEARCH_CHARS = 200
+
+
+def search_needle(request: HttpRequest) -> str:
+    return (request.GET.get("q") or "").strip()[:SEARCH_CHARS]
+
+
+def marked(snippet: str, needle: str) -> dict[str, str]:
+    """A search snippet cut around its first match, for ``before<mark>match</mark>after`` (escaped as usual)."""
+    at = snippet.lower().find(needle.lower())
+    if at < 0:
+        return {"before": snippet, "match": "", "after": ""}
+    return {"before": snippet[:at], "match": snippet[at : at + len(needle)], "after": snippet[at + len(needle) :]}
+
+
+def search_context(request: HttpRequest, session: Session) -> dict[str, Any]:
+    """``?q=``: the messages of the live history that contain it (masked text, as the sessions list searches)."""
+    needle = search_needle(request)
+    if not needle:
+        return {"q": ""}
+    hits, more = session_hits(session, needle, SEARCH_HITS)
+    base = reverse("session", args=[session.pk])
+    reveal = {"reveal": "1"} if request.GET.get("reveal") else {}
+    for hit in hits:
+        n = hit["position"]
+        hit |= {"number": n, "href": f"{base}?{urlencode({'at': n, 'q': needle} | reveal)}#m-{n}"}
+        hit["parts"] = marked(hit["snippet"], needle)
+    return {"q": needle, "hits": hits, "more_hits": more}
 
 
 @require_GET

@@ -14,7 +14,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from ..display import render_markdown
 from ..errors import Conflict
 from ..models import Summary
 from ..services.summaries import promote_summary, promotion_preview
@@ -27,6 +26,7 @@ from .presenters import (
     compare_with,
     fact_rows,
     finding_rows,
+    summary_html,
     summary_progress_context,
     versions_of,
 )
@@ -53,7 +53,7 @@ def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "session": summary.archive.session,
         "versions": versions,
         "active": active,
-        "html": render_markdown(summary.text, ctx["reveal"]) if summary.text else "",
+        "html": summary_html(summary, ctx["reveal"]),
         "facts": fact_rows(summary, ctx["reveal"]),
         "findings": finding_rows(summary, ctx["reveal"]),
         "cases": cases_of(summary),
