@@ -178,18 +178,26 @@ class CaseQuery:
 
     @classmethod
     def parse(cls, params: QueryDict) -> CaseQuery:
+        mentions = choice(params, "mentions", ("me",))
         return cls(
-            status=choice(params, "status", [*DriftCase.Status.values, "all"], "open"),
+            # what mentions me matters in any status (a confirmed case's thread goes on): by default, all of them
+            status=choice(params, "status", [*DriftCase.Status.values, "all"], cls.default_status(mentions)),
             severity=choice(params, "severity", SEVERITIES),
             kind=choice(params, "kind", KINDS),
             session=params.get("session", "").strip()[:255],
             assignee=params.get("assignee", "").strip()[:150],
-            mentions=choice(params, "mentions", ("me",)),
+            mentions=mentions,
         )
+
+    @staticmethod
+    def default_status(mentions: str) -> str:
+        return "all" if mentions else "open"
 
     @property
     def filtered(self) -> bool:
-        return self != CaseQuery()
+        return self != CaseQuery(status=self.default_status(self.mentions), mentions=self.mentions) or bool(
+            self.mentions
+        )
 
     def apply(self, cases: QuerySet[DriftCase], user: Any, *, reveal: bool = False) -> QuerySet[DriftCase]:
         """The matching cases, newest first. ``session`` is part of a key as this reader sees keys (masked
@@ -211,9 +219,8 @@ class CaseQuery:
         return cases.order_by("-created_at", "-id")
 
     def params(self) -> str:
-        values = {k: v for k, v in vars(self).items() if v and getattr(CaseQuery(), k) != v}
-        if self.status == "open":
-            values.pop("status", None)
+        default = self.default_status(self.mentions)
+        values = {k: v for k, v in vars(self).items() if v and (k != "status" or v != default)}
         return urlencode(values)
 
 

@@ -143,6 +143,8 @@ def _state(case: DriftCase) -> dict[str, Any]:
 def _reviewer(name: str) -> Any:
     if not get_user_model().objects.filter(username=name, is_active=True).exists():
         raise InvalidInput(f"no active user {name!r} to assign")
+    if get_user_model().objects.filter(username=name, api_key__isnull=False).exists():
+        raise InvalidInput(f"{name} is an API key, not a person: cases are assigned to people")
     user = reviewers().filter(username=name).first()
     if user is None:
         raise InvalidInput(f"{name} cannot review drift cases (needs the reviewer role)")
@@ -198,13 +200,27 @@ def add_comment(case: DriftCase, body: str, quote: str, user: Any) -> DriftComme
     body = body.strip()
     if not body:
         raise InvalidInput("a comment needs some text")
+    mentioned = mentioned_people(body)
     comment = DriftComment.objects.create(case=case, author=user, body=body, quote=quote.strip())
-    names = set(MENTION.findall(body))
-    mentioned = list(get_user_model().objects.filter(username__in=names, is_active=True)) if names else []
     comment.mentions.set(mentioned)
     notifications.mentioned(comment, mentioned)
     audit(user, "drift_case.comment", case, after={"comment": comment.pk, "mentions": sorted(map(_name, mentioned))})
     return comment
+
+
+def mentioned_people(body: str) -> list[Any]:
+    """The active people ``@name`` in ``body`` names; an unknown name is refused (nothing is written), since a
+    mention that reaches no one is a question nobody will answer."""
+    names = set(MENTION.findall(body))
+    if not names:
+        return []
+    people = get_user_model().objects.filter(username__in=names, is_active=True, api_key__isnull=True)
+    found = list(people.order_by("username"))
+    unknown = sorted(names - {u.get_username() for u in found})
+    if unknown:
+        listed = ", ".join(f"@{n}" for n in unknown)
+        raise InvalidInput(f"no teammate called {listed}: mention someone by their username, or remove the @")
+    return found
 
 
 def resolve_fixed_cases(summary: Summary, user: Any) -> list[DriftCase]:

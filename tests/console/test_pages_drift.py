@@ -233,7 +233,7 @@ def test_it_clears_the_verdict_when_a_case_is_reopened(as_reviewer, case):
 
 def test_it_anchors_comments_and_records_mentions(login, case):
     author, mentioned = login("reviewer"), login("reviewer")
-    body = f"@{mentioned.user.username}, see this. @nobody-here too."
+    body = f"@{mentioned.user.username}, see this. Mail ops@example.com too."
 
     response = post(author, f"/drift/{case.pk}/comment", {"body": body, "quote": "deploy it now"}, headers=HX)
 
