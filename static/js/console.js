@@ -51,6 +51,15 @@
     event.preventDefault();
   });
 
+  /* a "select all" box (data-pick-all="NAME") ticks every checkbox called NAME of its form */
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (!box.matches || !box.matches("[data-pick-all]")) return;
+    var form = box.getAttribute("form");
+    var selector = 'input[type="checkbox"][name="' + box.dataset.pickAll + '"]' + (form ? '[form="' + form + '"]' : "");
+    Array.prototype.forEach.call(document.querySelectorAll(selector), function (other) { other.checked = box.checked; });
+  });
+
   /* a deep link into a collapsed <details> opens it */
   function reveal() {
     if (!location.hash) return;

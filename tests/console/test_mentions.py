@@ -37,12 +37,12 @@ def test_mentioning_me_still_finds_the_case_once_it_is_confirmed(case):  # noqa:
     drift.add_comment(case, "@mei is this real?", "", rita)
     confirm(case, rita)
     html = html_of(client_of(mei).get("/drift/", {"mentions": "me"}))
-    assert f'href="/drift/{case.pk}/"' in html
+    assert f'href="/drift/{case.pk}/' in html
     # an explicit status still narrows it
     narrowed = client_of(mei).get("/drift/", {"mentions": "me", "status": "open"})
-    assert f'href="/drift/{case.pk}/"' not in html_of(narrowed)
+    assert f'href="/drift/{case.pk}/' not in html_of(narrowed)
     # and the plain queue keeps its default: open cases
-    assert f'href="/drift/{case.pk}/"' not in html_of(client_of(mei).get("/drift/"))
+    assert f'href="/drift/{case.pk}/' not in html_of(client_of(mei).get("/drift/"))
 
 
 def test_an_unknown_name_is_refused_and_nothing_is_written(case):  # noqa: F811

@@ -41,6 +41,21 @@ def open_case(request: HttpRequest, payload: schemas.DriftCaseIn) -> Status:
     return Status(201, _case(case.pk))
 
 
+@cases.post(
+    "/bulk",
+    response={200: list[schemas.DriftCaseOut], **ERRORS},
+    summary="Claim, assign or dismiss several cases at once (all or none; returns the cases changed)",
+)
+def bulk(request: HttpRequest, payload: schemas.DriftBulkIn) -> list[DriftCase]:
+    require(request, REVIEW, "review drift cases")
+    changed = drift.bulk_update(
+        payload.cases, payload.action, request.user, assignee=payload.assignee, verdict=payload.verdict
+    )
+    return list(
+        DriftCase.objects.select_related("session", "assignee", "opened_by").filter(pk__in=[c.pk for c in changed])
+    )
+
+
 def _case(case_id: int) -> DriftCase:
     return get_object_or_404(DriftCase.objects.select_related("session", "assignee", "opened_by"), pk=case_id)
 
