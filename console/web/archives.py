@@ -247,7 +247,7 @@ def review_pair(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 def pick_pair(archive: Archive, a_id: str, b_id: str) -> tuple[Summary, Summary]:
-    summaries = {str(s.pk): s for s in archive.summaries.filter(pk__in=[v for v in (a_id, b_id) if v.isdigit()])}
+    summaries = {str(s.pk): s for s in versions_of(archive)}  # numbered v1, v2, ... as the page shows them
     if a_id not in summaries or b_id not in summaries:
         raise Http404("no such summary of this archive")
     return summaries[a_id], summaries[b_id]
