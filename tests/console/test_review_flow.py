@@ -15,7 +15,7 @@ from console.apikeys import create_api_key
 from console.errors import Conflict, InvalidInput
 from console.models import Archive, AuditEvent, DriftCase, Notification, PairwiseReview, Summary
 from console.services import drift, notifications
-from tests.console.factories import HX, html_of
+from tests.console.factories import HX, SECRET, html_of
 from tests.console.test_pages_drift import crafted
 
 pytestmark = pytest.mark.django_db
@@ -173,6 +173,18 @@ def test_a_pairwise_verdict_is_stored_audited_and_shown(pair, archive):
     assert "B is better" in shown and "clearer decisions" in shown
     flipped = html_of(client.get(f"/archives/{archive.pk}/compare", {"a": b.pk, "b": a.pk}))
     assert "A is better" in flipped, "read the other way round, the same verdict favours A"
+
+
+def test_a_secret_in_a_pairwise_note_is_masked(pair, archive):
+    a, b = pair
+    client = client_of(person("rita"))
+    data = {"a": a.pk, "b": b.pk, "verdict": "same", "note": f"the key {SECRET} leaked in both"}
+    assert SECRET not in html_of(client.post(f"/archives/{archive.pk}/compare/review", data, headers=HX))
+    page = html_of(client.get(f"/archives/{archive.pk}/compare", {"a": a.pk, "b": b.pk}))
+    assert "leaked in both" in page and SECRET not in page
+    headers = {"Authorization": f"Bearer {create_api_key('rev', 'reviewer')[1]}"}
+    listed = Client().get(f"/api/v1/archives/{archive.pk}/pairwise-reviews", headers=headers)
+    assert "leaked in both" in listed.content.decode() and SECRET not in listed.content.decode()
 
 
 def test_a_pairwise_verdict_is_refused_when_incomplete(pair, archive):
