@@ -52,6 +52,15 @@
   });
 
   /* a "select all" box (data-pick-all="NAME") ticks every checkbox called NAME of its form */
+  /* "mentioning me" looks at every status (a confirmed case's thread goes on): ticking it widens an "open"
+     status filter to "all" before the form is sent (capture phase: before htmx sees the change) */
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (!box.matches || !box.matches("[data-widen-status]") || !box.checked || !box.form) return;
+    var status = box.form.querySelector('select[name="status"]');
+    if (status && status.value === "open") status.value = "all";
+  }, true);
+
   function picks(all) {
     var form = all.getAttribute("form");
     var selector = 'input[type="checkbox"][name="' + all.dataset.pickAll + '"]' + (form ? '[form="' + form + '"]' : "");

@@ -85,6 +85,11 @@ def test_bulk_dismiss_save_and_next_and_a_pairwise_verdict(live_server: Any, pag
     assert AuditEvent.objects.filter(action="drift_case.update").count() == 2
     expect(page.locator(f"#case-{cases[0].pk}")).to_have_count(0)
     screenshot(f"review-2-queue-after-bulk-{lang}")
+    # "mentioning me" looks at every status: ticking it widens the status filter
+    page.locator("input[name=mentions]").check()
+    expect(page).to_have_url(re.compile(r"status=all.*mentions=me|mentions=me.*status=all"))
+    expect(page.locator("select[name=status]")).to_have_value("all")
+    page.goto(f"{base}/drift/")
 
     # the newest open case; "Save and next case" lands on the next open one of the queue
     page.locator(f"#case-{cases[3].pk} a").first.click()
