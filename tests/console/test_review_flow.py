@@ -212,3 +212,19 @@ def test_the_api_records_and_lists_pairwise_verdicts(pair, archive):
     assert bad.status_code == 422
     listed = Client().get(url, headers=headers).json()
     assert [r["verdict"] for r in listed] == ["same"]
+
+
+def test_the_new_controls_are_translated(pair, archive, cases):
+    a, b = pair
+    client = client_of(person("rita"))
+    zh = {"headers": {"Accept-Language": "zh-hans"}}
+    pages = [
+        html_of(client.get("/drift/", **zh)),
+        html_of(client.get(f"/drift/{cases[0].pk}/", **zh)),
+        html_of(client.get(f"/archives/{archive.pk}/compare", {"a": a.pk, "b": b.pk}, **zh)),
+    ]
+    english = ["With the selected cases", "Select all", "Save and next case", "Next open case", "Back to the queue"]
+    english += ["Your verdict on this pair", "Which is better", "A is better", "Both are wrong", "Record verdict"]
+    for text in english:
+        assert not any(text in html for html in pages), text
+    assert "对所选案例" in pages[0] and "保存并转到下一个" in pages[1] and "两个都有错" in pages[2]
