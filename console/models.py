@@ -687,3 +687,30 @@ class WebhookAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.number} of {self.delivery_id}"
+
+
+class PairwiseReview(models.Model):
+    """A reviewer's verdict on two summary versions of one archive, read side by side on the compare page."""
+
+    class Verdict(models.TextChoices):
+        A_BETTER = "a_better", _("A is better")
+        B_BETTER = "b_better", _("B is better")
+        SAME = "same", _("About the same")
+        BOTH_WRONG = "both_wrong", _("Both are wrong")
+
+    archive = models.ForeignKey(Archive, on_delete=models.CASCADE, related_name="pairwise_reviews")
+    a = models.ForeignKey(Summary, on_delete=models.CASCADE, related_name="+")
+    b = models.ForeignKey(Summary, on_delete=models.CASCADE, related_name="+")
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    note = models.TextField(blank=True)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["archive", "a", "b"], name="pairwise_pair_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.a_id} vs {self.b_id}: {self.verdict}"

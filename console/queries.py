@@ -9,8 +9,8 @@ which a FilterSet does without being rebuilt around it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -33,6 +33,35 @@ def choice(params: QueryDict, name: str, allowed: Iterable[str], default: str = 
     """A query parameter that must be one of ``allowed``; anything else (or nothing) gives ``default``."""
     value = params.get(name, default).strip()
     return value if value in allowed else default
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A filter value a list does not know: the page ignores it and says so; the API answers 422 with it."""
+
+    name: str
+    value: str
+    allowed: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if not self.allowed:
+            return f"{self.name}: {self.value!r} is not valid"
+        return f"{self.name}: unknown value {self.value!r}; one of: {', '.join(self.allowed)}"
+
+    @property
+    def allowed_text(self) -> str:
+        return ", ".join(self.allowed)
+
+
+def problems(params: QueryDict, choices: Mapping[str, Iterable[str]]) -> tuple[Problem, ...]:
+    """The parameters given (not empty) whose value is not one of their choices."""
+    found = []
+    for name, allowed in choices.items():
+        value = params.get(name, "").strip()
+        options = tuple(allowed)
+        if value and value not in options:
+            found.append(Problem(name, value[:100], options))
+    return tuple(found)
 
 
 def mentioning(user: Any) -> Q:
@@ -71,11 +100,21 @@ class SessionQuery:
     channel: str = ""
     sort: str = "updated"
     order: str = "desc"
+    #: values given that the list does not know (ignored; the page says so)
+    problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     @classmethod
     def parse(cls, params: QueryDict) -> SessionQuery:
         sort = choice(params, "sort", SORTS, "updated")
+        choices = {
+            "scope": ("all", "key"),
+            "compressed": ("yes", "no"),
+            "drift": ("open", "none"),
+            "sort": tuple(SORTS),
+            "order": ("asc", "desc"),
+        }
         return cls(
+            problems=problems(params, choices),
             q=params.get("q", "").strip()[:200],
             scope=choice(params, "scope", ("all", "key"), "all"),
             compressed=choice(params, "compressed", ("yes", "no")),
@@ -175,21 +214,38 @@ class CaseQuery:
     assignee: str = ""
     #: "me": cases with a comment that mentions the viewer
     mentions: str = ""
+    #: values given that the queue does not know (ignored; the page says so)
+    problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     @classmethod
     def parse(cls, params: QueryDict) -> CaseQuery:
+        mentions = choice(params, "mentions", ("me",))
+        choices = {
+            "status": (*DriftCase.Status.values, "all"),
+            "severity": SEVERITIES,
+            "kind": KINDS,
+            "mentions": ("me",),
+        }
         return cls(
-            status=choice(params, "status", [*DriftCase.Status.values, "all"], "open"),
+            problems=problems(params, choices),
+            # what mentions me matters in any status (a confirmed case's thread goes on): by default, all of them
+            status=choice(params, "status", [*DriftCase.Status.values, "all"], cls.default_status(mentions)),
             severity=choice(params, "severity", SEVERITIES),
             kind=choice(params, "kind", KINDS),
             session=params.get("session", "").strip()[:255],
             assignee=params.get("assignee", "").strip()[:150],
-            mentions=choice(params, "mentions", ("me",)),
+            mentions=mentions,
         )
+
+    @staticmethod
+    def default_status(mentions: str) -> str:
+        return "all" if mentions else "open"
 
     @property
     def filtered(self) -> bool:
-        return self != CaseQuery()
+        return self != CaseQuery(status=self.default_status(self.mentions), mentions=self.mentions) or bool(
+            self.mentions
+        )
 
     def apply(self, cases: QuerySet[DriftCase], user: Any, *, reveal: bool = False) -> QuerySet[DriftCase]:
         """The matching cases, newest first. ``session`` is part of a key as this reader sees keys (masked
@@ -211,9 +267,8 @@ class CaseQuery:
         return cases.order_by("-created_at", "-id")
 
     def params(self) -> str:
-        values = {k: v for k, v in vars(self).items() if v and getattr(CaseQuery(), k) != v}
-        if self.status == "open":
-            values.pop("status", None)
+        default = self.default_status(self.mentions)
+        values = {k: v for k, v in vars(self).items() if v and k != "problems" and (k != "status" or v != default)}
         return urlencode(values)
 
 
@@ -228,6 +283,14 @@ def object_type_of(text: str) -> str:
     """``drift_case``, ``Drift case``, ``run``: the object_type the audit log stores for it."""
     name = "".join(c for c in text.lower() if c not in "_- ")
     return TYPE_ALIASES.get(name, name)
+
+
+def object_types() -> tuple[str, ...]:
+    """What the audit log records events about: the console's models and the user (a reveal, a login)."""
+    from django.apps import apps
+
+    names = {m._meta.model_name for m in apps.get_app_config("console").get_models()} | {"user"}
+    return tuple(sorted(n for n in names if n))
 
 
 def day_or_none(value: str | None) -> date | None:
@@ -256,10 +319,21 @@ class AuditQuery:
     obj: str = ""
     since: date | None = None
     until: date | None = None
+    #: values given that do not parse (ignored; the page says so)
+    problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     @classmethod
     def parse(cls, params: QueryDict) -> AuditQuery:
+        found = [
+            Problem(name, str(params.get(name, "")).strip()[:100])
+            for name in ("since", "until")
+            if str(params.get(name, "")).strip() and day_or_none(str(params.get(name, ""))) is None
+        ]
+        kind = params.get("object", "").strip().partition(":")[0]
+        if kind.strip() and object_type_of(kind) not in object_types():
+            found.append(Problem("object", kind.strip()[:100], object_types()))
         return cls(
+            problems=tuple(found),
             actor=params.get("actor", "").strip()[:150],
             action=params.get("action", "").strip()[:64],
             obj=params.get("object", "").strip()[:100],

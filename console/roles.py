@@ -40,13 +40,14 @@ def reviewers() -> QuerySet[Any]:
     """Active users who may review drift cases: the one definition, for the assignee list and the check.
 
     Asked of Django's ModelBackend (``with_perm``), the same rules ``user.has_perm(REVIEW)`` applies: by a
-    group, by the user's own permission, or as a superuser; inactive users never. (The drift page used to
-    rebuild this as its own query, and the assign check used ``has_perm``: now both read this.)
+    group, by the user's own permission, or as a superuser; inactive users never. People only: the user an API
+    key acts as (``api:<name>``) is an agent runtime, not someone a case can be handed to. (The drift page used
+    to rebuild this as its own query, and the assign check used ``has_perm``: now both read this.)
     """
     users = get_user_model().objects.with_perm(
         REVIEW, is_active=True, include_superusers=True, backend="django.contrib.auth.backends.ModelBackend"
     )
-    return users.order_by("username")
+    return users.filter(api_key__isnull=True).order_by("username")
 
 
 def sync_role_groups(**kwargs: Any) -> None:

@@ -395,3 +395,40 @@ class AuditEventOut(Schema):
 
 class ErrorOut(Schema):
     detail: str
+
+
+class DriftBulkIn(StrictIn):
+    cases: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] = Field(..., min_length=1, max_length=200)
+    action: Literal["claim", "assign", "dismiss"]
+    assignee: str = Field("", max_length=150, description="assign: a username (empty unassigns)")
+    verdict: str = Field("", max_length=4000, description="dismiss: why the cases are fine")
+
+
+class PairwiseReviewIn(StrictIn):
+    a: int = Field(..., ge=1, le=2**63 - 1, description="summary id of version A")
+    b: int = Field(..., ge=1, le=2**63 - 1, description="summary id of version B (same archive)")
+    verdict: Literal["a_better", "b_better", "same", "both_wrong"]
+    note: str = Field("", max_length=4000, description="what decided it (needed for both_wrong)")
+
+
+class PairwiseReviewOut(Schema):
+    id: int
+    archive_id: int
+    a: str = Field(..., description="version A's summary_id")
+    b: str = Field(..., description="version B's summary_id")
+    verdict: str
+    note: str
+    reviewer: str | None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_a(obj: Any) -> str:
+        return str(obj.a.summary_id)
+
+    @staticmethod
+    def resolve_b(obj: Any) -> str:
+        return str(obj.b.summary_id)
+
+    @staticmethod
+    def resolve_reviewer(obj: Any) -> str | None:
+        return obj.reviewer.get_username() if obj.reviewer else None

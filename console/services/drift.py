@@ -19,8 +19,8 @@ from compression import check_drift
 from compression.drift import DRIFT_KINDS
 
 from ..audit import audit
-from ..errors import Conflict, InvalidInput, NotFound
-from ..models import DriftCase, DriftComment, Message, Summary
+from ..errors import Conflict, InvalidInput, NotFound, ServiceError
+from ..models import DriftCase, DriftComment, Message, PairwiseReview, Summary
 from ..roles import reviewers
 from . import notifications
 
@@ -143,6 +143,8 @@ def _state(case: DriftCase) -> dict[str, Any]:
 def _reviewer(name: str) -> Any:
     if not get_user_model().objects.filter(username=name, is_active=True).exists():
         raise InvalidInput(f"no active user {name!r} to assign")
+    if get_user_model().objects.filter(username=name, api_key__isnull=False).exists():
+        raise InvalidInput(f"{name} is an API key, not a person: cases are assigned to people")
     user = reviewers().filter(username=name).first()
     if user is None:
         raise InvalidInput(f"{name} cannot review drift cases (needs the reviewer role)")
@@ -198,13 +200,27 @@ def add_comment(case: DriftCase, body: str, quote: str, user: Any) -> DriftComme
     body = body.strip()
     if not body:
         raise InvalidInput("a comment needs some text")
+    mentioned = mentioned_people(body)
     comment = DriftComment.objects.create(case=case, author=user, body=body, quote=quote.strip())
-    names = set(MENTION.findall(body))
-    mentioned = list(get_user_model().objects.filter(username__in=names, is_active=True)) if names else []
     comment.mentions.set(mentioned)
     notifications.mentioned(comment, mentioned)
     audit(user, "drift_case.comment", case, after={"comment": comment.pk, "mentions": sorted(map(_name, mentioned))})
     return comment
+
+
+def mentioned_people(body: str) -> list[Any]:
+    """The active people ``@name`` in ``body`` names; an unknown name is refused (nothing is written), since a
+    mention that reaches no one is a question nobody will answer."""
+    names = set(MENTION.findall(body))
+    if not names:
+        return []
+    people = get_user_model().objects.filter(username__in=names, is_active=True, api_key__isnull=True)
+    found = list(people.order_by("username"))
+    unknown = sorted(names - {u.get_username() for u in found})
+    if unknown:
+        listed = ", ".join(f"@{n}" for n in unknown)
+        raise InvalidInput(f"no teammate called {listed}: mention someone by their username, or remove the @")
+    return found
 
 
 def resolve_fixed_cases(summary: Summary, user: Any) -> list[DriftCase]:
@@ -231,3 +247,89 @@ def resolve_fixed_cases(summary: Summary, user: Any) -> list[DriftCase]:
             after={"status": case.status, "fixed_by": summary.summary_id},
         )
     return cases
+
+
+# --------------------------------------------------------------------------- bulk review and pairwise verdicts
+
+BULK_ACTIONS = ("claim", "assign", "dismiss")
+#: the most cases one bulk change touches (a queue page holds 50)
+BULK_MAX = 200
+
+
+def bulk_update(
+    case_ids: list[int], action: str, user: Any, *, assignee: str = "", verdict: str = ""
+) -> list[DriftCase]:
+    """Claim, assign or dismiss several cases at once: all of them or none (one transaction).
+
+    Each case goes through ``update_drift_case``, so each one changed writes its own audit event (and an
+    assignment notifies its new holder once); a case already in the wanted state is left alone. A case
+    that cannot change (held by someone else, a status it cannot leave) refuses the whole batch, by number.
+    """
+    ids = sorted(set(case_ids))
+    if not ids:
+        raise InvalidInput("select at least one case")
+    if len(ids) > BULK_MAX:
+        raise InvalidInput(f"at most {BULK_MAX} cases at once; {len(ids)} were selected")
+    verdict = verdict.strip()
+    if action == "claim":
+        changes: dict[str, Any] = {"claim": True}
+    elif action == "assign":
+        changes = {"assignee": assignee.strip() or None}
+    elif action == "dismiss":
+        if not verdict:
+            raise InvalidInput("dismissing needs a verdict saying why")
+        changes = {"status": DriftCase.Status.DISMISSED, "verdict": verdict}
+    else:
+        raise InvalidInput(f"unknown action {action!r}; one of: {', '.join(BULK_ACTIONS)}")
+    with transaction.atomic():
+        cases = {c.pk: c for c in DriftCase.objects.select_for_update().filter(pk__in=ids).select_related("assignee")}
+        missing = [pk for pk in ids if pk not in cases]
+        if missing:
+            raise NotFound(f"no drift case {', '.join(f'#{pk}' for pk in missing)}")
+        changed = []
+        for pk in ids:
+            case = cases[pk]
+            if action == "claim" and case.assignee_id == user.pk:
+                continue
+            if action == "assign" and _name(case.assignee) == changes["assignee"]:
+                continue
+            if action == "dismiss" and case.status == DriftCase.Status.DISMISSED:
+                continue
+            try:
+                changed.append(update_drift_case(pk, changes, user))
+            except ServiceError as exc:
+                raise type(exc)(f"case #{pk}: {exc}") from exc
+    return changed
+
+
+def next_open_case(case: DriftCase, candidates: Any) -> DriftCase | None:
+    """The open case after ``case`` in ``candidates`` (a queue's filter, newest first), wrapping to the top."""
+    others = candidates.filter(status=DriftCase.Status.OPEN).exclude(pk=case.pk).order_by("-created_at", "-id")
+    after = others.filter(created_at__lt=case.created_at) | others.filter(created_at=case.created_at, pk__lt=case.pk)
+    return after.order_by("-created_at", "-id").first() or others.first()
+
+
+def review_pair(a_id: int, b_id: int, verdict: str, note: str, user: Any) -> PairwiseReview:
+    """Record a verdict on two summary versions of the same archive (audited on the archive)."""
+    note = note.strip()
+    if verdict not in PairwiseReview.Verdict.values:
+        raise InvalidInput(f"unknown verdict {verdict!r}; one of: {', '.join(PairwiseReview.Verdict.values)}")
+    if a_id == b_id:
+        raise InvalidInput("pick two different versions to compare")
+    with transaction.atomic():
+        found = {s.pk: s for s in Summary.objects.filter(pk__in=[a_id, b_id]).select_related("archive")}
+        if a_id not in found or b_id not in found:
+            raise NotFound(f"no summary {a_id if a_id not in found else b_id}")
+        a, b = found[a_id], found[b_id]
+        if a.archive_id != b.archive_id:
+            raise InvalidInput(f"{a.summary_id} and {b.summary_id} summarize different archives")
+        if verdict == PairwiseReview.Verdict.BOTH_WRONG and not note:
+            raise InvalidInput("say what both versions get wrong")
+        review = PairwiseReview.objects.create(archive=a.archive, a=a, b=b, verdict=verdict, note=note, reviewer=user)
+        audit(
+            user,
+            "summary.pairwise_review",
+            a.archive,
+            after={"a": a.summary_id, "b": b.summary_id, "verdict": verdict, "note": note, "review": review.pk},
+        )
+    return review

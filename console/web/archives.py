@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import trigger_client_event
@@ -17,11 +19,12 @@ from django_htmx.http import trigger_client_event
 from ..diff.words import word_diff
 from ..display import mask_unless_revealed, message_view
 from ..errors import ArchiveCorrupted, ServiceError
-from ..models import Archive, Summary
+from ..models import Archive, PairwiseReview, Summary
 from ..queries import archive_hits
+from ..services.drift import review_pair as record_pair_review
 from ..services.summaries import request_resummarize
-from . import RESUMMARIZE, VIEW, int_or_none, load_messages, reveal_context, see_other
-from .forms import ResummarizeForm
+from . import RESUMMARIZE, REVIEW, VIEW, int_or_none, load_messages, reveal_context, see_other
+from .forms import PairwiseForm, ResummarizeForm
 from .htmx import SUMMARY_CHANGED, HtmxHttpRequest, partial, region
 from .presenters import (
     active_of,
@@ -226,4 +229,57 @@ def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "finding_groups": compare_groups(findings),
             "checked": a.drift_checked_at is not None and b.drift_checked_at is not None,
         }
+        ctx |= pair_context(archive, a, b)
     return render(request, partial(request, "console/compare.html", "compare"), ctx)
+
+
+def pair_context(archive: Archive, a: Summary, b: Summary, form: PairwiseForm | None = None) -> dict[str, Any]:
+    """The verdicts recorded on this pair (either way round: B-vs-A is read as A-vs-B) and the form for one more."""
+    rows = PairwiseReview.objects.filter(archive=archive, a__in=[a.pk, b.pk], b__in=[a.pk, b.pk]).select_related(
+        "reviewer", "a", "b"
+    )
+    flipped = {"a_better": "b_better", "b_better": "a_better"}
+    reviews = []
+    for r in rows[:50]:
+        verdict = r.verdict if r.a_id == a.pk else flipped.get(r.verdict, r.verdict)
+        reviews.append({"row": r, "verdict": verdict, "label": PairwiseReview.Verdict(verdict).label})
+    return {
+        "pair_form": form or PairwiseForm(initial={"a": a.pk, "b": b.pk}),
+        "pair_reviews": reviews,
+    }
+
+
+@require_POST
+@permission_required(REVIEW, raise_exception=True)
+def review_pair(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Record a verdict on versions A and B (stored, audited); the compare page shows it."""
+    archive = get_archive(pk)
+    form = PairwiseForm(request.POST)
+    error = ""
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            record_pair_review(data["a"], data["b"], data["verdict"], data["note"], request.user)
+        except ServiceError as exc:
+            error = str(exc)
+    else:
+        error = " ".join(str(e) for errors in form.errors.values() for e in errors)
+    a_id, b_id = request.POST.get("a", ""), request.POST.get("b", "")
+    url = reverse("compare", args=[archive.pk]) + f"?a={a_id}&b={b_id}#pairwise"
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        else:
+            messages.success(request, _("Your verdict is recorded."))
+        return see_other(url)
+    a, b = pick_pair(archive, a_id, b_id)
+    ctx = {"archive": archive, "a": a, "b": b, "pair_error": error, "pair_saved": not error}
+    ctx |= pair_context(archive, a, b, form if error else None)
+    return render(request, "console/compare.html#pairwise", ctx, status=422 if error else 200)
+
+
+def pick_pair(archive: Archive, a_id: str, b_id: str) -> tuple[Summary, Summary]:
+    summaries = {str(s.pk): s for s in versions_of(archive)}  # numbered v1, v2, ... as the page shows them
+    if a_id not in summaries or b_id not in summaries:
+        raise Http404("no such summary of this archive")
+    return summaries[a_id], summaries[b_id]

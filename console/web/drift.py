@@ -11,10 +11,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
@@ -29,7 +30,7 @@ from ..queries import CaseQuery
 from ..roles import reviewers
 from ..services import drift, regression
 from . import OPEN_CASE, REVIEW, VIEW, labels, load_messages, reveal_context, see_other
-from .forms import CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
+from .forms import BulkForm, CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
 from .htmx import CASE_CHANGED, HtmxHttpRequest, fragment, partial, region
 from .labels import FINDING_KINDS, SEVERITIES
 from .presenters import finding_row, label_case, provenance, summary_html
@@ -61,10 +62,47 @@ def queue(request: HttpRequest) -> HttpResponse:
         "statuses": DriftCase.Status.choices,
         "severities": SEVERITIES,
         "kinds": FINDING_KINDS,
+        "reviewers": list(reviewers().values_list("username", flat=True)[:500]),
+        "bulk_form": BulkForm(),
     }
-    if not ctx["fragment"]:
-        ctx["reviewers"] = list(reviewers().values_list("username", flat=True)[:500])
     return render(request, partial(request, "console/drift_queue.html", "results"), ctx)
+
+
+@require_POST
+@permission_required(REVIEW, raise_exception=True)
+def bulk(request: HtmxHttpRequest) -> HttpResponse:
+    """Claim, assign or dismiss the ticked cases of the queue: all of them or none, one audit event per case."""
+    form = BulkForm(request.POST)
+    ids = BulkForm.case_ids(request.POST)
+    back = reverse("drift_queue") + (f"?{request.POST['queue']}" if request.POST.get("queue") else "")
+    if not form.is_valid():
+        messages.error(request, _("Pick what to do with the selected cases."))
+        return see_other(back)
+    data = form.cleaned_data
+    try:
+        changed = drift.bulk_update(
+            ids, data["action"], request.user, assignee=data["assignee"], verdict=data["verdict"]
+        )
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, bulk_done(data["action"], len(changed), len(ids)))
+    return HttpResponseClientRedirect(back) if request.htmx else see_other(back)
+
+
+def bulk_done(action: str, changed: int, selected: int) -> str:
+    if action == "claim":
+        text = ngettext("Claimed %(n)d case.", "Claimed %(n)d cases.", changed)
+    elif action == "assign":
+        text = ngettext("Assigned %(n)d case.", "Assigned %(n)d cases.", changed)
+    else:
+        text = ngettext("Dismissed %(n)d case.", "Dismissed %(n)d cases.", changed)
+    text %= {"n": changed}
+    if changed < selected:
+        text += " " + ngettext(
+            "%(n)d was already so and was left alone.", "%(n)d were already so and were left alone.", selected - changed
+        ) % {"n": selected - changed}
+    return text
 
 
 @require_GET
@@ -165,6 +203,21 @@ def get_case(pk: int) -> DriftCase:
     return get_object_or_404(cases.defer("summary__archive__message_keys"), pk=pk)
 
 
+def queue_of(params: QueryDict) -> CaseQuery:
+    """The queue filter a case page was opened from (the queue's links carry it)."""
+    return CaseQuery.parse(params)
+
+
+def next_context(case: DriftCase, queue: CaseQuery, user: Any) -> dict[str, Any]:
+    """The next open case in the queue's filter, and that filter as a query string for the links."""
+    candidates = queue.apply(DriftCase.objects.all(), user)
+    return {"next_case": drift.next_open_case(case, candidates), "queue_params": queue.params()}
+
+
+def case_url(pk: int, queue_params: str) -> str:
+    return reverse("drift_case", args=[pk]) + (f"?{queue_params}" if queue_params else "")
+
+
 def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
     """The review panel: status, holder, verdict and the history of every change."""
     return {
@@ -205,6 +258,7 @@ def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     ctx: dict[str, Any] = {"case": label_case(case), **reveal_context(request, case)}
     reveal = ctx["reveal"]
     name = region(request, CASE_PARTIALS)
+    ctx |= next_context(case, queue_of(request.GET), request.user)
     if name in ("", "review"):
         ctx |= review_context(case)
     if name in ("", "comments"):
@@ -258,8 +312,18 @@ def update_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         except ServiceError as exc:
             error, status = str(exc), exc.status
     case = get_case(pk)
-    ctx = review_context(case, review_form=form if status != 200 else None, error=error)
-    return _answer(request, case, "console/drift_case.html#review", ctx, status)
+    nav = next_context(case, queue_of(QueryDict(request.POST.get("queue", ""))), request.user)
+    if status == 200 and request.POST.get("then") == "next":  # "Save and next": on to the next open case
+        if nav["next_case"] is not None:
+            url = case_url(nav["next_case"].pk, nav["queue_params"])
+        else:
+            messages.success(request, _("Saved. No open case is left in this filter."))
+            url = reverse("drift_queue") + (f"?{nav['queue_params']}" if nav["queue_params"] else "")
+        return HttpResponseClientRedirect(url) if request.htmx else see_other(url)
+    ctx = review_context(case, review_form=form if status != 200 else None, error=error, saved=status == 200, **nav)
+    if request.htmx or status != 200:
+        return _answer(request, case, "console/drift_case.html#review", ctx, status)
+    return see_other(case_url(case.pk, nav["queue_params"]))
 
 
 @require_POST

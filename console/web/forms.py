@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..errors import ServiceError
-from ..models import DriftCase, Session
+from ..models import DriftCase, PairwiseReview, Session
 from ..services.summarizer_factory import PROMPT_VERSIONS, default_summarizer_name
 from ..services.validation import session_config
 from .labels import FINDING_KINDS, SEVERITIES
@@ -107,6 +107,45 @@ class ReviewForm(forms.Form):
         max_length=4000,
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text=gettext_lazy("Needed to confirm or dismiss: what the summary got wrong, or why it is fine."),
+    )
+
+
+class BulkForm(forms.Form):
+    """Several cases of the queue at once: claim them, assign them, or dismiss them with one verdict."""
+
+    action = forms.ChoiceField(
+        choices=[
+            ("claim", gettext_lazy("Claim")),
+            ("assign", gettext_lazy("Assign")),
+            ("dismiss", gettext_lazy("Dismiss")),
+        ]
+    )
+    assignee = forms.CharField(label=gettext_lazy("Assign to"), required=False, max_length=150)
+    verdict = forms.CharField(label=gettext_lazy("Verdict: why"), required=False, max_length=4000)
+
+    @staticmethod
+    def case_ids(data: Any) -> list[int]:
+        """The ticked cases (``case`` checkboxes); anything not a row id is dropped."""
+        return [int(v) for v in data.getlist("case") if v.isdigit() and len(v) < 19]
+
+
+class PairwiseForm(forms.Form):
+    """The compare page's verdict on versions A and B."""
+
+    a = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    b = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    verdict = forms.ChoiceField(
+        label=gettext_lazy("Which version is better?"),
+        choices=PairwiseReview.Verdict.choices,
+        widget=forms.RadioSelect,
+        error_messages={"required": gettext_lazy("Pick a verdict.")},
+    )
+    note = forms.CharField(
+        label=gettext_lazy("Note"),
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=gettext_lazy("What decided it (needed when both are wrong)."),
     )
 
 

@@ -51,6 +51,38 @@
     event.preventDefault();
   });
 
+  /* a "select all" box (data-pick-all="NAME") ticks every checkbox called NAME of its form */
+  /* "mentioning me" looks at every status (a confirmed case's thread goes on): ticking it widens an "open"
+     status filter to "all" before the form is sent (capture phase: before htmx sees the change) */
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (!box.matches || !box.matches("[data-widen-status]") || !box.checked || !box.form) return;
+    var status = box.form.querySelector('select[name="status"]');
+    if (status && status.value === "open") status.value = "all";
+  }, true);
+
+  function picks(all) {
+    var form = all.getAttribute("form");
+    var selector = 'input[type="checkbox"][name="' + all.dataset.pickAll + '"]' + (form ? '[form="' + form + '"]' : "");
+    return Array.prototype.slice.call(document.querySelectorAll(selector));
+  }
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (!box.matches) return;
+    if (box.matches("[data-pick-all]")) {
+      picks(box).forEach(function (other) { other.checked = box.checked; });
+      return;
+    }
+    /* ticking rows one by one: the "select all" box shows all, none or some (indeterminate) */
+    Array.prototype.forEach.call(document.querySelectorAll("[data-pick-all]"), function (all) {
+      var boxes = picks(all);
+      if (boxes.indexOf(box) < 0) return;
+      var ticked = boxes.filter(function (b) { return b.checked; }).length;
+      all.checked = ticked === boxes.length;
+      all.indeterminate = ticked > 0 && ticked < boxes.length;
+    });
+  });
+
   /* a deep link into a collapsed <details> opens it */
   function reveal() {
     if (!location.hash) return;

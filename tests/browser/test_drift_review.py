@@ -77,7 +77,7 @@ def test_a_drifted_summary_is_caught_reviewed_and_fixed(
     expect(page.locator("#case-review .holder")).to_have_text(reviewer.username)
     page.select_option(f"#status-{case.pk}", "confirmed")
     page.fill("#case-review textarea[name=verdict]", "The user said not to deploy; the summary says deploy now.")
-    page.locator("#case-review").get_by_role("button", name="Save").click()
+    page.locator("#case-review").get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("#case-review .review-state")).to_contain_text("confirmed")
     expect(page.locator("#case-review .history")).to_contain_text("open → confirmed")
 

@@ -271,6 +271,7 @@ def _page_names() -> set[str]:
 #: pages a GET shows nothing stored on, or that only take POST
 NOT_CONTENT = {"healthz", "login", "logout", "set_language", "compress", "resummarize", "open_case", "drift_update"}
 NOT_CONTENT |= {"drift_comment", "inbox_read", "notification_open"}
+NOT_CONTENT |= {"drift_bulk", "review_pair"}  # POSTs; a pairwise note shows on the compare page (test_review_flow)
 
 
 def _pages(world: World) -> dict[str, list[str]]:

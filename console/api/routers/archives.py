@@ -6,9 +6,10 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Router, Status
 
-from ...models import Archive, Summary
-from ...roles import PROMOTE, RESUMMARIZE, VIEW
-from ...services import summaries
+from ...errors import InvalidInput
+from ...models import Archive, PairwiseReview, Summary
+from ...roles import PROMOTE, RESUMMARIZE, REVIEW, VIEW
+from ...services import drift, summaries
 from .. import schemas
 from ..common import ERRORS, require
 
@@ -70,3 +71,28 @@ def promote(request: HttpRequest, summary_id: int) -> dict[str, Any]:
         "session": session.key,
         "version": session.version,
     }
+
+
+@archives.get(
+    "/archives/{int:archive_id}/pairwise-reviews",
+    response={200: list[schemas.PairwiseReviewOut], **ERRORS},
+    summary="Verdicts on pairs of this archive's summary versions, newest first",
+)
+def pairwise_reviews(request: HttpRequest, archive_id: int) -> list[PairwiseReview]:
+    require(request, VIEW, "read archives")
+    archive = get_object_or_404(Archive, pk=archive_id)
+    return list(archive.pairwise_reviews.select_related("a", "b", "reviewer")[:500])
+
+
+@archives.post(
+    "/archives/{int:archive_id}/pairwise-reviews",
+    response={201: schemas.PairwiseReviewOut, **ERRORS},
+    summary="Record a verdict on two summary versions (A better, B better, same, both wrong)",
+)
+def review_pair(request: HttpRequest, archive_id: int, payload: schemas.PairwiseReviewIn) -> Status:
+    require(request, REVIEW, "review summaries")
+    archive = get_object_or_404(Archive, pk=archive_id)
+    if set(Summary.objects.filter(pk__in=[payload.a, payload.b]).values_list("archive_id", flat=True)) - {archive.pk}:
+        raise InvalidInput(f"summaries {payload.a} and {payload.b} must both be versions of archive {archive.pk}")
+    review = drift.review_pair(payload.a, payload.b, payload.verdict, payload.note, request.user)
+    return Status(201, review)

@@ -4,10 +4,11 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Query, Router
+from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from ...models import AuditEvent
-from ...queries import AuditQuery
+from ...queries import AuditQuery, object_type_of, object_types
 from ...roles import AUDIT
 from .. import schemas
 from ..common import Pages, require
@@ -23,6 +24,9 @@ audit_router = Router(tags=["audit log"])
 @paginate(Pages)
 def list_audit_events(request: HttpRequest, filters: Query[schemas.AuditQueryIn]) -> Any:
     require(request, AUDIT, "read the audit log")
+    kind = filters.object.strip().partition(":")[0].strip()
+    if kind and object_type_of(kind) not in object_types():
+        raise HttpError(422, f"object: unknown type {kind!r}; one of: {', '.join(object_types())}")
     query = AuditQuery(
         actor=filters.actor.strip(),
         action=filters.action.strip(),

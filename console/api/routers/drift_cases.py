@@ -2,9 +2,11 @@
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Status
+from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from ...masking import reveals
@@ -22,12 +24,15 @@ cases = Router(tags=["drift cases"])
 @paginate(Pages)
 def list_cases(request: HttpRequest, filters: Query[schemas.CasesQuery]) -> Any:
     require(request, VIEW, "read drift cases")
+    name = filters.assignee.strip()
+    if name not in ("", "me", "none") and not get_user_model().objects.filter(username=name).exists():
+        raise HttpError(422, f'assignee: no user {name!r}; a username, "me" or "none"')
     query = CaseQuery(
         status=filters.status,
         severity=filters.severity,
         kind=filters.kind,
         session=filters.session,
-        assignee=filters.assignee,
+        assignee=name,
         mentions=filters.mentions,
     )
     cases = DriftCase.objects.select_related("session", "assignee", "opened_by")
@@ -39,6 +44,21 @@ def open_case(request: HttpRequest, payload: schemas.DriftCaseIn) -> Status:
     require(request, OPEN_CASE, "open drift cases")
     case = drift.open_case(payload.summary, **payload.dict(exclude={"summary"}), user=request.user)
     return Status(201, _case(case.pk))
+
+
+@cases.post(
+    "/bulk",
+    response={200: list[schemas.DriftCaseOut], **ERRORS},
+    summary="Claim, assign or dismiss several cases at once (all or none; returns the cases changed)",
+)
+def bulk(request: HttpRequest, payload: schemas.DriftBulkIn) -> list[DriftCase]:
+    require(request, REVIEW, "review drift cases")
+    changed = drift.bulk_update(
+        payload.cases, payload.action, request.user, assignee=payload.assignee, verdict=payload.verdict
+    )
+    return list(
+        DriftCase.objects.select_related("session", "assignee", "opened_by").filter(pk__in=[c.pk for c in changed])
+    )
 
 
 def _case(case_id: int) -> DriftCase:
