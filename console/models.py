@@ -251,6 +251,8 @@ class CompressionRun(models.Model):
         DEGRADED = "degraded", _("degraded")
         FAILED = "failed", _("failed")
         CONFLICT = "conflict", _("conflict")
+        #: finished without changing anything: the history had nothing to compress (not a compression)
+        NOTHING = "nothing", _("nothing to compress")
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 

@@ -99,7 +99,9 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
         "wait": seconds_between(run.created_at, run.started_at),
         "tokens": _tokens(run),
         "segments": _segments(run, diff_ctx["rows"], archive is not None),
-        "stages": _stages(run.stages),
+        "stages": _stages(run.stages, applied=run.applied or not run.finished),
+        # the stages ran, but the session kept its history: their counts are what would have happened
+        "stages_not_applied": bool(run.stages) and run.finished and not run.applied,
         "pruned": _pruned(run, diff_ctx["shown_anchors"], diff_ctx["run_url"]),
         "repairs": _repairs(run.repair),
         "warnings": [w | {"text": labels.warning_text(w)} for w in run.warnings if isinstance(w, dict)],
@@ -120,7 +122,9 @@ def _tokens(run: CompressionRun) -> dict[str, Any] | None:
     }
 
 
-def _stages(stages: Any) -> list[dict[str, Any]]:
+def _stages(stages: Any, applied: bool = True) -> list[dict[str, Any]]:
+    """The stages table; ``applied=False``: what the counts claim was done is worded as what would have been."""
+    names = labels.STAGE_COUNTS if applied else {**labels.STAGE_COUNTS, **labels.STAGE_COUNTS_NOT_APPLIED}
     items = [s for s in stages or () if isinstance(s, dict)]
     longest = max((float(s.get("ms") or 0) for s in items), default=0.0) or 1.0
     total = sum(float(s.get("ms") or 0) for s in items) or 1.0
@@ -135,7 +139,7 @@ def _stages(stages: Any) -> list[dict[str, Any]]:
                 "ms": ms,
                 "width": max(0.5, round(100 * ms / longest, 1)),
                 "share": round(100 * ms / total, 1),
-                "counts": [(labels.label(labels.STAGE_COUNTS, k), _count(k, v)) for k, v in counts.items()],
+                "counts": [(labels.label(names, k), _count(k, v)) for k, v in counts.items()],
             }
         )
     return out
