@@ -464,11 +464,15 @@ def _store_summary(
 ) -> Summary:
     outcome = result.summary
     assert outcome is not None and result.summary_id is not None
+    summarize = next((s for s in result.stages if s.name == "summarize"), None)
+    budget = summarize.counts.get("budget_tokens") if summarize is not None else None
     provenance = outcome.provenance() | {
         "focus_topic": run.focus_topic or None,
-        "budget_tokens": config.effective_summary_max_tokens,
+        # the budget the summarizer was given (it follows the room under the trigger), else the ceiling
+        "budget_tokens": budget if isinstance(budget, int) else config.effective_summary_max_tokens,
         "trigger": run.trigger,
         "created_by": run.created_by.get_username() if run.created_by else None,
+        "config": config_snapshot(config, run.config),
     }
     return Summary.objects.create(
         archive=archive,
@@ -480,6 +484,19 @@ def _store_summary(
         facts=[f.to_dict() for f in result.facts],
         created_by=run.created_by,
     )
+
+
+def config_snapshot(config: CompressionConfig, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The budgets a run compressed with, as its summary's provenance records them (derived ones resolved)."""
+    return {
+        "context_window_tokens": config.context_window_tokens,
+        "trigger_tokens": config.trigger_tokens,
+        "head_tokens": config.effective_head_tokens,
+        "tail_tokens": config.effective_tail_tokens,
+        "summary_max_tokens": config.effective_summary_max_tokens,
+        "summary_input_tokens": config.effective_summary_input_tokens,
+        "overrides": dict(overrides or {}),
+    }
 
 
 def _finish(run: CompressionRun, status: str, **fields: Any) -> None:

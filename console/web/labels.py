@@ -325,3 +325,11 @@ OBJECTS: dict[str, Label] = {
     "message": gettext_lazy("message"),
     "apikey": gettext_lazy("API key"),
 }
+
+#: audit events told as a sentence (the audit log's change column), by action; see ``web.audit_log.sentence``
+AUDIT_SENTENCES: dict[str, Label] = {
+    "summary.promote": gettext_lazy("promoted %(new)s replacing %(old)s"),
+}
+#: a summary in an audit sentence: its version number and id, or its id alone (an event stored without numbers)
+AUDIT_SUMMARY = gettext_lazy("v%(number)s (%(id)s)")
+AUDIT_NO_SUMMARY = gettext_lazy("no summary")
