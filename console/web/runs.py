@@ -106,7 +106,29 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
         "repairs": _repairs(run.repair),
         "warnings": [w | {"text": labels.warning_text(w)} for w in run.warnings if isinstance(w, dict)],
         "warning_codes": {w.get("code") for w in run.warnings if isinstance(w, dict)},
+        "nothing_reason": _as_sentence(_nothing_reason(run.warnings)),
     }
+
+
+def _as_sentence(text: str) -> str:
+    if not text:
+        return ""
+    return pgettext("a reason as a sentence", "%(reason)s.") % {"reason": text[:1].upper() + text[1:]}
+
+
+def _nothing_reason(warnings: Any) -> str:
+    """Why a run had nothing to compress, as the callout's one sentence ("" when no warning says)."""
+    for w in warnings or ():
+        if not isinstance(w, dict):
+            continue
+        raw = w.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if w.get("code") == "nothing_to_compress" and params.get("reason"):
+            reasons = labels.WARNING_PARAMS["nothing_to_compress"]["reason"]
+            return str(labels.label(reasons, params["reason"]))
+        if w.get("code") in ("nothing_to_compress", "no_token_savings"):
+            return labels.warning_text(w)
+    return ""
 
 
 def _tokens(run: CompressionRun) -> dict[str, Any] | None:
@@ -139,7 +161,10 @@ def _stages(stages: Any, applied: bool = True) -> list[dict[str, Any]]:
                 "ms": ms,
                 "width": max(0.5, round(100 * ms / longest, 1)),
                 "share": round(100 * ms / total, 1),
-                "counts": [(labels.label(names, k), _count(k, v)) for k, v in counts.items()],
+                # a zero is no claim: only the counts of something done are worded "would have"
+                "counts": [
+                    (labels.label(names if v else labels.STAGE_COUNTS, k), _count(k, v)) for k, v in counts.items()
+                ],
             }
         )
     return out
