@@ -303,9 +303,10 @@ def promotion_preview(summary: Summary) -> PromotionPreview:
     active, found = _live_target(archive, session)
     position, live_id = found if found is not None else (None, None)
     live_summary = Summary.objects.filter(summary_id=live_id).first() if live_id else None
-    live_tokens = None
+    live_tokens, replaced = None, None
     if position is not None:
-        live_tokens = session.entries.filter(position=position).values_list("message__tokens", flat=True).first()
+        row = session.entries.filter(position=position).values_list("message__tokens", "message__data").first()
+        live_tokens, replaced = row if row is not None else (None, None)
     problem, reason = "", ""
     if not summary.promotable:
         problem, reason = _not_promotable(summary), "status"
@@ -319,7 +320,7 @@ def promotion_preview(summary: Summary) -> PromotionPreview:
         live_id=live_id,
         live_summary=live_summary,
         live_tokens=live_tokens,
-        new_tokens=count_tokens([_summary_message(summary)]),
+        new_tokens=count_tokens([_summary_message(summary, replaced)]),
         problem=problem,
         reason=reason,
     )

@@ -11,7 +11,12 @@ from django.contrib.auth.models import User
 from compression.summary_message import parse_summary_message
 from console.models import Archive, AuditEvent, Message, Session, Summary
 from console.services.drift import check_summary_drift
-from console.services.summaries import execute_resummarize, promote_summary, request_resummarize
+from console.services.summaries import (
+    execute_resummarize,
+    promote_summary,
+    promotion_preview,
+    request_resummarize,
+)
 from tests.console.factories import html_of
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +76,10 @@ def test_the_label_is_titled_provenance_not_a_warning(as_viewer, active):
 
 
 def test_a_promotion_records_who_and_when_and_keeps_when_the_summary_was_made(as_operator, archive, active, draft):
+    preview = promotion_preview(draft)
     session = promote_summary(draft.pk, user=as_operator.user)
+    written = session.entries.get(position=preview.position).message.tokens
+    assert preview.new_tokens == written  # the preview counts the message promoting writes
     draft.refresh_from_db()
     assert draft.promoted_by == as_operator.user and draft.promoted_at is not None
     header = live_header(session, draft.summary_id)
