@@ -251,6 +251,8 @@ class CompressionRun(models.Model):
         DEGRADED = "degraded", _("degraded")
         FAILED = "failed", _("failed")
         CONFLICT = "conflict", _("conflict")
+        #: finished without changing anything: the history had nothing to compress (not a compression)
+        NOTHING = "nothing", _("nothing to compress")
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
@@ -374,6 +376,7 @@ class Summary(Immutable):
 
     MUTABLE_FIELDS = frozenset(
         {"status", "stage", "drift_findings", "drift_checked_at", "updated_at", "sent_at", "sends", "attempts"}
+        | {"promoted_by", "promoted_at"}
     )
     #: a pending summary gets its text once, when its worker finishes
     RESULT_FIELDS = frozenset({"text", "error", "provenance", "facts"})
@@ -399,6 +402,12 @@ class Summary(Immutable):
     created_at = models.DateTimeField(auto_now_add=True)
     #: also the heartbeat of a running re-summarize
     updated_at = models.DateTimeField(auto_now=True)
+    #: who put this version into the live session by promoting it, and when (null: never promoted;
+    #: a run's own summary goes live with the run)
+    promoted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    promoted_at = models.DateTimeField(null=True, blank=True)
     #: when its task (the re-summarize, then the drift check) was last sent, and how many times; see CompressionRun
     sent_at = models.DateTimeField(null=True, blank=True)
     sends = models.PositiveSmallIntegerField(default=0)

@@ -188,11 +188,26 @@ class SummaryOut(Schema):
     created_at: datetime
 
 
+#: a run's outcome; ``nothing``: it left the history as it was (nothing to compress), not a compression
+RunStatus = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "enum": list(CompressionRun.Status.values),
+            "description": "queued and running: in progress; succeeded and degraded: compressed (degraded: "
+            "the summary failed or the history is still over the trigger); nothing: nothing to compress, the "
+            "history was left as it was; failed, conflict: nothing was changed",
+        }
+    ),
+]
+
+
 class RunOut(Schema):
     id: int
     session: str
     trigger: str
-    status: str
+    status: RunStatus
     stage: str
     focus_topic: str
     config: dict[str, Any]

@@ -28,7 +28,7 @@ REPEAT_CODES = ("repeated_compression", "auto_compression_stopped")
 
 RunStatus = CompressionRun.Status
 CaseStatus = DriftCase.Status
-#: the outcomes the charts show, in stacking order
+#: the outcomes the charts show, in stacking order: compressions ("nothing to compress" is not one)
 RUN_STATUSES = (RunStatus.SUCCEEDED, RunStatus.DEGRADED, RunStatus.FAILED, RunStatus.CONFLICT)
 PROBLEM_STATUSES = (RunStatus.DEGRADED, RunStatus.FAILED)
 CASE_STATUSES = (CaseStatus.OPEN, CaseStatus.CONFIRMED, CaseStatus.DISMISSED, CaseStatus.RESOLVED)
@@ -124,6 +124,8 @@ class Metrics:
     status_totals: dict[str, int]
     #: runs of the period still queued or running (not in the charts)
     in_progress: int
+    #: runs that left the history as it was, nothing to compress (not compressions: not in the charts)
+    nothing_to_compress: int
     saved_total: int
     #: applied runs with token counts: what the mean ratio averages over
     ratio_runs: int
@@ -190,6 +192,7 @@ def dashboard_metrics(days: int, now: datetime | None = None) -> Metrics:
         by_day=list(by_day.values()),
         status_totals={s: totals[s] for s in RUN_STATUSES},
         in_progress=sum(totals[s] for s in CompressionRun.ACTIVE),
+        nothing_to_compress=totals[RunStatus.NOTHING],
         saved_total=sum(d.saved for d in by_day.values()),
         ratio_runs=ratio_runs,
         mean_ratio=ratio_sum / ratio_runs if ratio_runs else None,

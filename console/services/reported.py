@@ -99,7 +99,7 @@ def _reported_run_row(session: Session, input_keys: list[str], output_keys: list
     return CompressionRun.objects.create(
         session=session,
         trigger=CompressionRun.Trigger.REPORTED,
-        status=Status.SUCCEEDED,
+        status=Status.SUCCEEDED if input_keys != output_keys else Status.NOTHING,
         created_by=person(user),
         input_keys=input_keys,
         output_keys=output_keys,

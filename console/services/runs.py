@@ -26,7 +26,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from compression import Archive as PipelineArchive
-from compression import CompressionConfig, CompressionResult, Compressor, ThrashState
+from compression import CompressionConfig, CompressionResult, CompressionWarning, Compressor, ThrashState
+from compression.pipeline import DEGRADED_CODES
 
 from ..audit import audit, person
 from ..errors import InvalidInput, ServiceError, TooManyWaiters
@@ -177,7 +178,12 @@ def _execute(run: CompressionRun) -> str | None:
     thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
     summarizer = build_summarizer()
     archive_row: list[Archive] = []
-    result = _compress(run, Compressor(config, summarizer, thrash_state=thrash), messages, token_counts, archive_row)
+    # the library judges a run by the trigger of the config it ran with; a run with overrides gets a
+    # memory of its own, and the session's is judged against the session's own config afterwards
+    judged = ThrashState() if run.config else thrash
+    result = _compress(run, Compressor(config, summarizer, thrash_state=judged), messages, token_counts, archive_row)
+    if run.config:
+        _judge_for_session(result, thrash, session_config(session))
     # this run's own call failed and started a cooldown: wait it out rather than apply without a summary
     if "summary_failed" in result.warning_codes() and wait_for_cooldown(
         run, cooldown_left(summarizer), attempt=run.attempts
@@ -190,6 +196,39 @@ def _execute(run: CompressionRun) -> str | None:
     if summary is not None:
         queue.send(queue.CHECK_DRIFT, summary.pk)  # a broker failure leaves it to the sweep
     return status
+
+
+#: the warnings that speak of the session's anti-thrash memory, not of the run alone
+SESSION_THRASH_CODES = frozenset({"repeated_compression", "auto_compression_stopped"})
+
+
+def _judge_for_session(result: CompressionResult, thrash: ThrashState, own: CompressionConfig) -> None:
+    """Update the session's anti-thrash memory for a run with config overrides, by the session's own config.
+
+    Automatic compression uses the session's config, so whether compressing helps is judged by its
+    trigger: runs with a 2,000-token window that stay over that window's trigger say nothing about a
+    session far under its own. The rule is the library's (``Compressor._track_thrash``): a compression
+    under the trigger forgets earlier misses, one over it (or an unchanged history over it) counts one,
+    and ``max_ineffective_compressions`` in a row turn automatic compression off. The library's own
+    ``repeated_compression`` / ``auto_compression_stopped`` warnings, judged by the override, are replaced.
+    """
+    result.warnings = [w for w in result.warnings if w.code not in SESSION_THRASH_CODES]
+    trigger = own.trigger_tokens
+    if result.tokens_after < trigger:
+        if result.was_compressed:
+            thrash.reset()
+        return
+    thrash.ineffective += 1
+    if thrash.ineffective >= own.max_ineffective_compressions and not thrash.stopped:
+        thrash.stopped = True
+        result.warnings.append(
+            CompressionWarning(
+                "auto_compression_stopped",
+                f"automatic compression is off for this history: compressing does not get it under the "
+                f"session's trigger ({trigger} tokens)",
+                {"trigger": trigger, "times": thrash.ineffective},
+            )
+        )
 
 
 def _snapshot(run: CompressionRun) -> list[str]:
@@ -258,8 +297,7 @@ def _write_back(
 
     Returns the run's final status (None: the attempt is no longer this worker's) and the summary stored.
     """
-    # a failed summary, an output still over the trigger, or nothing saved: never "succeeded"
-    status = Status.DEGRADED if result.degraded else Status.SUCCEEDED
+    status = run_outcome(result)
     fields = _result_fields(run, result, output_keys)
     summary = None
     with transaction.atomic():
@@ -297,6 +335,23 @@ def _write_back(
         locked.save(update_fields=["ineffective_compressions", "auto_compression_stopped"])
         _finish(run, status, **fields)
     return status, summary
+
+
+#: what makes an unchanged history a problem rather than "nothing to compress"
+_UNCHANGED_PROBLEMS = DEGRADED_CODES - {"no_token_savings"}
+
+
+def run_outcome(result: CompressionResult) -> str:
+    """The status a finished pipeline result gives its run.
+
+    ``nothing``: the history was left as it was and that is fine (nothing to compress, or compressing
+    would not have made it smaller, and it is under the trigger): not a compression. ``degraded``: a
+    failed summary, an output still over the trigger (changed or not), or nothing saved by a change.
+    ``succeeded`` otherwise.
+    """
+    if not result.was_compressed and not _UNCHANGED_PROBLEMS & set(result.warning_codes()):
+        return Status.NOTHING
+    return Status.DEGRADED if result.degraded else Status.SUCCEEDED
 
 
 def _apply(run: CompressionRun, locked: Session, keys: list[str], current: list[str], output_keys: list[str]) -> None:
@@ -409,11 +464,15 @@ def _store_summary(
 ) -> Summary:
     outcome = result.summary
     assert outcome is not None and result.summary_id is not None
+    summarize = next((s for s in result.stages if s.name == "summarize"), None)
+    budget = summarize.counts.get("budget_tokens") if summarize is not None else None
     provenance = outcome.provenance() | {
         "focus_topic": run.focus_topic or None,
-        "budget_tokens": config.effective_summary_max_tokens,
+        # the budget the summarizer was given (it follows the room under the trigger), else the ceiling
+        "budget_tokens": budget if isinstance(budget, int) else config.effective_summary_max_tokens,
         "trigger": run.trigger,
         "created_by": run.created_by.get_username() if run.created_by else None,
+        "config": config_snapshot(config, run.config),
     }
     return Summary.objects.create(
         archive=archive,
@@ -425,6 +484,19 @@ def _store_summary(
         facts=[f.to_dict() for f in result.facts],
         created_by=run.created_by,
     )
+
+
+def config_snapshot(config: CompressionConfig, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The budgets a run compressed with, as its summary's provenance records them (derived ones resolved)."""
+    return {
+        "context_window_tokens": config.context_window_tokens,
+        "trigger_tokens": config.trigger_tokens,
+        "head_tokens": config.effective_head_tokens,
+        "tail_tokens": config.effective_tail_tokens,
+        "summary_max_tokens": config.effective_summary_max_tokens,
+        "summary_input_tokens": config.effective_summary_input_tokens,
+        "overrides": dict(overrides or {}),
+    }
 
 
 def _finish(run: CompressionRun, status: str, **fields: Any) -> None:

@@ -15,14 +15,14 @@ from django.db.models import F
 from django.utils import timezone
 
 from compression import Compressor, count_tokens, render_summary_message
-from compression.summary_message import SummaryHeader
+from compression.summary_message import SummaryHeader, summary_history_range
 
 from ..audit import audit, person
 from ..errors import Conflict, NotFound
 from ..models import Archive, Message, Session, Summary
 from . import queue
 from .drift import resolve_fixed_cases
-from .runs import SWEEP_BATCH, beating
+from .runs import SWEEP_BATCH, beating, config_snapshot
 from .summarizer_factory import build_summarizer
 from .validation import session_config
 
@@ -105,7 +105,12 @@ def _resummarize(summary: Summary, mine: Any) -> str | None:
         messages, start_index=archive.start, focus_topic=provenance.get("focus_topic")
     )
     result: dict[str, Any] = {
-        "provenance": provenance | outcome.provenance() | {"budget_tokens": config.effective_summary_max_tokens},
+        "provenance": provenance
+        | outcome.provenance()
+        | {
+            "budget_tokens": config.effective_summary_max_tokens,
+            "config": config_snapshot(config, archive.run.config if archive.run_id else None),
+        },
         "facts": [f.to_dict() for f in facts],
         "stage": "done",
         "updated_at": timezone.now(),
@@ -187,16 +192,22 @@ def _live_target(archive: Archive, session: Session) -> tuple[list[Summary], tup
     return active, session.live_summary_index(candidates)
 
 
-def _summary_message(summary: Summary) -> dict[str, Any]:
-    """The live-history message that carries ``summary`` (what promoting writes)."""
+def _summary_message(summary: Summary, replaced: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The live-history message that carries ``summary`` (what promoting writes).
+
+    ``created=`` is when the summary was made (promoting is recorded on the row and in the audit log);
+    the history numbering (``history=A-B``) is that of the message it replaces, ``replaced``.
+    """
     archive = summary.archive
+    made = summary.created_at or datetime.now(UTC)
     header = SummaryHeader(
         summary_id=summary.summary_id,
         generator=str(summary.provenance.get("generator") or "unknown"),
         model=summary.provenance.get("model"),
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        created=made.astimezone(UTC).isoformat(timespec="seconds"),
         archived_range=(archive.start, archive.end),
         archive_sha256=archive.sha256,
+        history_range=summary_history_range(replaced) if replaced is not None else None,
     )
     return render_summary_message(summary.text, header)
 
@@ -226,21 +237,39 @@ def promote_summary(summary_id: int, user: Any = None) -> Session:
             raise Conflict(LIVE_SUMMARY_GONE)
         position, old_id = found
         keys = session.keys()
-        [new_key] = Message.store([_summary_message(summary)])
+        [replaced] = Message.load([keys[position]])
+        [new_key] = Message.store([_summary_message(summary, replaced)])
         session.replace_from(keys, keys[:position] + [new_key] + keys[position + 1 :])
         Summary.objects.filter(pk__in=[s.pk for s in active]).update(status=Summary.Status.SUPERSEDED)
         before = summary.status
         summary.status = Summary.Status.ACTIVE
-        summary.save(update_fields=["status", "updated_at"])
+        summary.promoted_by, summary.promoted_at = person(user), timezone.now()
+        summary.save(update_fields=["status", "updated_at", "promoted_by", "promoted_at"])
+        numbers = version_numbers(archive)
+        replaced_pk = archive.summaries.filter(summary_id=old_id).values_list("pk", flat=True).first()
         audit(
             user,
             "summary.promote",
             summary,
-            before={"status": before, "live_summary": old_id},
-            after={"status": summary.status, "session": session.key, "position": position, "version": session.version},
+            # the live summary before and after, by id and version number ("v2 replacing v1")
+            before={"status": before, "live_summary": old_id, "summary_version": numbers.get(replaced_pk or 0)},
+            after={
+                "status": summary.status,
+                "live_summary": summary.summary_id,
+                "summary_version": numbers.get(summary.pk),
+                "session": session.key,
+                "position": position,
+                "version": session.version,
+            },
         )
         resolve_fixed_cases(summary, user)
     return session
+
+
+def version_numbers(archive: Archive) -> dict[int, int]:
+    """The archive's summaries numbered v1, v2, ... oldest first, by primary key (as the pages number them)."""
+    rows = archive.summaries.order_by("created_at", "id").values_list("pk", flat=True)
+    return {pk: n for n, pk in enumerate(rows, 1)}
 
 
 @dataclass
@@ -274,9 +303,10 @@ def promotion_preview(summary: Summary) -> PromotionPreview:
     active, found = _live_target(archive, session)
     position, live_id = found if found is not None else (None, None)
     live_summary = Summary.objects.filter(summary_id=live_id).first() if live_id else None
-    live_tokens = None
+    live_tokens, replaced = None, None
     if position is not None:
-        live_tokens = session.entries.filter(position=position).values_list("message__tokens", flat=True).first()
+        row = session.entries.filter(position=position).values_list("message__tokens", "message__data").first()
+        live_tokens, replaced = row if row is not None else (None, None)
     problem, reason = "", ""
     if not summary.promotable:
         problem, reason = _not_promotable(summary), "status"
@@ -290,7 +320,7 @@ def promotion_preview(summary: Summary) -> PromotionPreview:
         live_id=live_id,
         live_summary=live_summary,
         live_tokens=live_tokens,
-        new_tokens=count_tokens([_summary_message(summary)]),
+        new_tokens=count_tokens([_summary_message(summary, replaced)]),
         problem=problem,
         reason=reason,
     )

@@ -25,6 +25,7 @@ STATUS_CLASSES: dict[str, str] = {
     Status.DEGRADED: "warn",
     Status.FAILED: "danger",
     Status.CONFLICT: "danger",
+    Status.NOTHING: "neutral",
 }
 
 

@@ -67,6 +67,35 @@ def changes(before: Any, after: Any) -> list[tuple[str, str | None, str]]:
     return found
 
 
+def _summary_words(values: Any, fallback: str = "") -> str:
+    """A summary named in a sentence: ``v2 (sum_…)``, its id alone when no number was recorded."""
+    values = values if isinstance(values, dict) else {}
+    summary_id, number = values.get("live_summary") or fallback, values.get("summary_version")
+    if not summary_id:
+        return str(labels.AUDIT_NO_SUMMARY)
+    if isinstance(number, int):
+        return str(labels.AUDIT_SUMMARY % {"number": number, "id": compact(summary_id)})
+    return compact(summary_id)
+
+
+def sentence(event: AuditEvent) -> str:
+    """What an event did, in words, for the actions that have a sentence (``labels.AUDIT_SENTENCES``); else "".
+
+    A promotion reads "promoted v2 (sum_…) replacing v1 (sum_…)": its before/after diff alone
+    (``live_summary: sum_… → null`` in events stored before the new id was recorded) reads as a removal.
+    """
+    words = labels.AUDIT_SENTENCES.get(event.action)
+    if words is None:
+        return ""
+    if event.action == "summary.promote":
+        after = event.after if isinstance(event.after, dict) else {}
+        new = _summary_words(after, fallback="") if after.get("live_summary") else ""
+        if not new:
+            new = str(labels.label(labels.OBJECTS, event.object_type)) + f" {event.object_id}"
+        return str(words % {"new": new, "old": _summary_words(event.before)})
+    return str(words)
+
+
 @dataclass
 class AuditRow:
     event: AuditEvent
@@ -76,6 +105,8 @@ class AuditRow:
     more: int
     before: str
     after: str
+    #: the event in words, when its action has a sentence (the changes are then in its details)
+    sentence: str = ""
 
 
 def object_link(event: AuditEvent) -> str:
@@ -96,6 +127,8 @@ def audit_rows(events: list[AuditEvent]) -> list[AuditRow]:
         if event.object_type == "session" and event.object_id.isdigit():
             name = session_keys.get(int(event.object_id), name)
         found = changes(event.before, event.after)
+        if event.action == "summary.promote":  # an event stored without the new id: not a removal
+            found = [c for c in found if not (c[0] == "live_summary" and c[2] == "null")]
         rows.append(
             AuditRow(
                 event=event,
@@ -105,6 +138,7 @@ def audit_rows(events: list[AuditEvent]) -> list[AuditRow]:
                 more=max(0, len(found) - CHANGES_SHOWN),
                 before=pretty(event.before),
                 after=pretty(event.after),
+                sentence=sentence(event),
             )
         )
     return rows

@@ -77,6 +77,14 @@ STAGE_COUNTS: dict[str, Label] = {
     "repaired": pgettext_lazy("stage count", "repaired"),
 }
 
+#: the stage counts that claim a change, for a run whose result the session did not get (not applied)
+STAGE_COUNTS_NOT_APPLIED: dict[str, Label] = {
+    "pruned": pgettext_lazy("stage count, result not applied", "would have pruned"),
+    "deduplicated": pgettext_lazy("stage count, result not applied", "would have deduplicated"),
+    "args_truncated": pgettext_lazy("stage count, result not applied", "arguments it would have shortened"),
+    "tokens_saved": pgettext_lazy("stage count, result not applied", "tokens it would have saved"),
+}
+
 #: a pruned item's ``kind`` (``compression.prune.PrunedItem``)
 PRUNED_KINDS: dict[str, Label] = {
     "pruned": gettext_lazy("pruned"),
@@ -332,3 +340,11 @@ OBJECTS: dict[str, Label] = {
     "message": gettext_lazy("message"),
     "apikey": gettext_lazy("API key"),
 }
+
+#: audit events told as a sentence (the audit log's change column), by action; see ``web.audit_log.sentence``
+AUDIT_SENTENCES: dict[str, Label] = {
+    "summary.promote": gettext_lazy("promoted %(new)s replacing %(old)s"),
+}
+#: a summary in an audit sentence: its version number and id, or its id alone (an event stored without numbers)
+AUDIT_SUMMARY = gettext_lazy("v%(number)s (%(id)s)")
+AUDIT_NO_SUMMARY = gettext_lazy("no summary")

@@ -19,7 +19,10 @@ from compression.summary_message import is_summary_message
 from compression.types import SUMMARY_MARKER
 
 from ..display import link_references, mask_unless_revealed, render_markdown
+from ..errors import InvalidInput
 from ..models import Archive, CompressionRun, DriftCase, Message, Summary
+from ..services.runs import config_snapshot
+from ..services.validation import session_config
 from . import labels, load_messages
 
 
@@ -50,9 +53,62 @@ class Provenance:
     latency_ms: float | None
     trigger: str | None
     created_by: str | None
+    #: what stands in the prompt hash's place when there is none ("no prompt: extractive")
+    prompt_hash_note: str = ""
+    #: the archive's content hash (sha256 of its originals, checked whenever they are read)
+    archive_sha256: str = ""
+    #: the budgets the run compressed with (``services.runs.config_snapshot``); ``config_note`` says
+    #: whether they were recorded with the summary or worked out from the run's overrides now
+    config: dict[str, Any] | None = None
+    config_overrides: list[str] | None = None
+    config_note: str = ""
+    #: how this version got into the live session: promoted (by whom, when) or with its run (which, when)
+    promoted_by: str | None = None
+    promoted_at: Any = None
+    live_run: int | None = None
+    live_at: Any = None
+    drift_checked_at: Any = None
 
 
 def provenance(summary: Summary, reveal: bool = False) -> Provenance:
+    label = _basic_provenance(summary, reveal)
+    data = summary.provenance or {}
+    if not label.prompt_hash:
+        generator = label.generator or _("unknown summarizer")
+        label.prompt_hash_note = _("no prompt: %(generator)s") % {"generator": generator}
+    archive = summary.archive
+    label.archive_sha256 = archive.sha256 or ""
+    config = data.get("config")
+    if isinstance(config, dict):
+        label.config = config
+    elif archive.run_id is not None and archive.run is not None:
+        label.config, label.config_note = _config_of(archive), _("worked out from the run's settings")
+    if label.config is not None:
+        overrides = label.config.get("overrides")
+        label.config_overrides = sorted(overrides) if isinstance(overrides, dict) else []
+    if summary.promoted_at is not None:
+        label.promoted_at = summary.promoted_at
+        label.promoted_by = (
+            summary.promoted_by.get_username() if summary.promoted_by_id and summary.promoted_by else None
+        )
+    elif summary.run_id is not None and summary.run_id == archive.run_id and archive.run is not None:
+        run = archive.run
+        if run.applied:
+            label.live_run, label.live_at = run.pk, run.finished_at
+    label.drift_checked_at = summary.drift_checked_at
+    return label
+
+
+def _config_of(archive: Archive) -> dict[str, Any] | None:
+    """The budgets of a run whose summary did not record them: its session's window with its overrides, now."""
+    run = archive.run
+    try:
+        return config_snapshot(session_config(archive.session, run.config), run.config)
+    except InvalidInput:  # an override the library no longer takes: say nothing rather than guess
+        return None
+
+
+def _basic_provenance(summary: Summary, reveal: bool) -> Provenance:
     data = summary.provenance or {}
     endpoint = data.get("endpoint_host")
     if not endpoint and data.get("base_url"):
@@ -79,7 +135,7 @@ def provenance(summary: Summary, reveal: bool = False) -> Provenance:
 
 def versions_of(archive: Archive, reveal: bool = False) -> list[Summary]:
     """The archive's summaries oldest first, numbered v1, v2, ... and with their provenance labels."""
-    rows = list(archive.summaries.select_related("created_by", "parent").order_by("created_at", "id"))
+    rows = list(archive.summaries.select_related("created_by", "parent", "promoted_by").order_by("created_at", "id"))
     numbers = {s.pk: n for n, s in enumerate(rows, 1)}
     for summary in rows:
         summary.number = numbers[summary.pk]  # type: ignore[attr-defined]

@@ -109,12 +109,36 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
         "wait": seconds_between(run.created_at, run.started_at),
         "tokens": _tokens(run),
         "segments": _segments(run, diff_ctx["rows"], archive is not None),
-        "stages": _stages(run.stages),
+        "stages": _stages(run.stages, applied=run.applied or not run.finished),
+        # the stages ran, but the session kept its history: their counts are what would have happened
+        "stages_not_applied": bool(run.stages) and run.finished and not run.applied,
         "pruned": _pruned(run, diff_ctx["shown_anchors"], diff_ctx["run_url"]),
         "repairs": _repairs(run.repair),
         "warnings": [w | {"text": labels.warning_text(w)} for w in run.warnings if isinstance(w, dict)],
         "warning_codes": {w.get("code") for w in run.warnings if isinstance(w, dict)},
+        "nothing_reason": _as_sentence(_nothing_reason(run.warnings)),
     }
+
+
+def _as_sentence(text: str) -> str:
+    if not text:
+        return ""
+    return pgettext("a reason as a sentence", "%(reason)s.") % {"reason": text[:1].upper() + text[1:]}
+
+
+def _nothing_reason(warnings: Any) -> str:
+    """Why a run had nothing to compress, as the callout's one sentence ("" when no warning says)."""
+    for w in warnings or ():
+        if not isinstance(w, dict):
+            continue
+        raw = w.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if w.get("code") == "nothing_to_compress" and params.get("reason"):
+            reasons = labels.WARNING_PARAMS["nothing_to_compress"]["reason"]
+            return str(labels.label(reasons, params["reason"]))
+        if w.get("code") in ("nothing_to_compress", "no_token_savings"):
+            return labels.warning_text(w)
+    return ""
 
 
 def _tokens(run: CompressionRun) -> dict[str, Any] | None:
@@ -130,7 +154,9 @@ def _tokens(run: CompressionRun) -> dict[str, Any] | None:
     }
 
 
-def _stages(stages: Any) -> list[dict[str, Any]]:
+def _stages(stages: Any, applied: bool = True) -> list[dict[str, Any]]:
+    """The stages table; ``applied=False``: what the counts claim was done is worded as what would have been."""
+    names = labels.STAGE_COUNTS if applied else {**labels.STAGE_COUNTS, **labels.STAGE_COUNTS_NOT_APPLIED}
     items = [s for s in stages or () if isinstance(s, dict)]
     longest = max((float(s.get("ms") or 0) for s in items), default=0.0) or 1.0
     total = sum(float(s.get("ms") or 0) for s in items) or 1.0
@@ -145,7 +171,10 @@ def _stages(stages: Any) -> list[dict[str, Any]]:
                 "ms": ms,
                 "width": max(0.5, round(100 * ms / longest, 1)),
                 "share": round(100 * ms / total, 1),
-                "counts": [(labels.label(labels.STAGE_COUNTS, k), _count(k, v)) for k, v in counts.items()],
+                # a zero is no claim: only the counts of something done are worded "would have"
+                "counts": [
+                    (labels.label(names if v else labels.STAGE_COUNTS, k), _count(k, v)) for k, v in counts.items()
+                ],
             }
         )
     return out

@@ -34,7 +34,8 @@ from .presenters import (
 
 def get_summary(pk: int) -> Summary:
     return get_object_or_404(
-        Summary.objects.select_related("archive__session", "archive__run", "parent", "created_by"), pk=pk
+        Summary.objects.select_related("archive__session", "archive__run", "parent", "created_by", "promoted_by"),
+        pk=pk,
     )
 
 

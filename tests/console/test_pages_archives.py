@@ -63,7 +63,7 @@ def test_it_shows_an_archive_with_its_originals_and_versions(as_operator, compre
     assert f'action="/archives/{archive.pk}/compare"' in html
     assert f'action="/archives/{archive.pk}/resummarize"' in html
     assert 'name="csrfmiddlewaretoken"' in html
-    assert "Reference material, not instructions" in html  # provenance label of each version
+    assert 'class="provenance-title"' in html  # provenance label of each version
 
 
 def test_it_shows_the_archive_to_viewers_without_the_actions(as_viewer, archive, active):
@@ -312,7 +312,7 @@ def test_it_compares_two_versions_side_by_side(as_viewer, archive, active, drift
 
     html = html_of(response)
     assert response.status_code == 200
-    assert html.count("Reference material, not instructions") == 2
+    assert html.count('class="provenance-title"') == 2
     assert "gpt-x" in html and "extractive" in html
     # the word diff: what A said and B no longer says, and the other way round
     assert '<del class="diff" data-nav>but don&#x27;t</del>' in html

@@ -317,9 +317,11 @@ def test_it_says_when_nothing_was_compressed(as_viewer):
         ImportedSession(key="test:tiny", messages=[user("hello"), assistant("hi"), user("bye")], metadata={})
     )
     run = compress_now(session)
-    assert run.status == Status.DEGRADED and not run.was_compressed  # it saved nothing: not a success
+    assert run.status == Status.NOTHING and not run.was_compressed  # it saved nothing: not a success
     html = as_viewer.get(url(run)).content.decode()
-    assert "Nothing was compressed." in html and "nothing to compress" in html
+    assert "Nothing to compress.</strong> No middle segment.</p>" in html
+    assert "nothing to compress: no middle segment" in html  # the warning, in the warnings list
+    assert 'class="badge status-badge neutral">nothing to compress<' in html
     assert "3 unchanged" in html and 'class="drow kind-kept"' in html
 
 

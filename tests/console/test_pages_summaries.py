@@ -52,7 +52,7 @@ def test_it_shows_a_summary_with_its_provenance_label(as_viewer, archive, active
 
     html = html_of(response)
     assert response.status_code == 200
-    assert "Reference material, not instructions" in html
+    assert 'class="provenance-title"' in html
     assert 'class="provenance"' in html
     assert "extractive" in html and active.provenance["prompt_version"] in html
     assert "offline (no endpoint)" in html
@@ -60,7 +60,7 @@ def test_it_shows_a_summary_with_its_provenance_label(as_viewer, archive, active
     assert f"messages {archive.start}–{archive.end - 1} ({archive.end - archive.start} archived)" in html
     tokens = active.provenance
     assert tokens["input_tokens"] > 0  # the extractive summarizer reads the whole segment
-    assert f"{tokens['input_tokens']} → {tokens['output_tokens']}" in html
+    assert f"{tokens['input_tokens']:,} → {tokens['output_tokens']:,}" in html
     assert "trigger: API" in html  # the fixture's run came through the API trigger
     assert "none (first version)" in html
     assert "Focus topic" in html and ">none<" in html
@@ -106,7 +106,7 @@ def test_it_shows_every_provenance_field_for_a_reported_summary_with_few(as_view
     assert "unknown" in label  # the prompt version nobody reported
     assert "— → —" in label  # tokens in and out
     assert "by the system" in label and "trigger: reported" in label
-    assert "Reference material, not instructions" in label
+    assert 'class="provenance-title"' in label
 
 
 def test_it_shows_a_failed_summary_with_its_error_and_what_to_do(as_operator, archive, active):
@@ -124,7 +124,7 @@ def test_it_shows_a_failed_summary_with_its_error_and_what_to_do(as_operator, ar
     assert "The summarizer failed; nothing was changed." in html
     assert "Try again, or pick another summarizer." in html
     assert "RuntimeError: HTTP 500 from the model endpoint" in html
-    assert "Reference material, not instructions" in html
+    assert 'class="provenance-title"' in html
     assert "gpt-x" in html and "trigger: re-summarize" in html
     assert f'href="/summaries/{active.pk}/"' in html  # the parent
     assert f'href="/summaries/{failed.pk}/promote"' not in html  # nothing to promote
@@ -247,7 +247,7 @@ def test_it_answers_the_summary_fragment_to_htmx(as_viewer, active):
     assert response.status_code == 200
     assert "<html" not in html
     assert html.lstrip().startswith('<div id="summary-page">')
-    assert "Reference material, not instructions" in html
+    assert 'class="provenance-title"' in html
     assert "HX-Request" in response["Vary"]
 
 

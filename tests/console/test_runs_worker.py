@@ -164,7 +164,8 @@ def test_it_compresses_resummarizes_and_promotes_through_a_worker(worker, model)
     actions = set(AuditEvent.objects.filter(actor=alice).values_list("action", flat=True))
     assert {"session.create", "run.queue", "summary.resummarize", "summary.promote"} <= actions
     promoted = AuditEvent.objects.get(action="summary.promote")
-    assert promoted.before == {"status": "draft", "live_summary": summary.summary_id}
+    assert promoted.before == {"status": "draft", "live_summary": summary.summary_id, "summary_version": 1}
+    assert (promoted.after["live_summary"], promoted.after["summary_version"]) == (redo.summary_id, 2)
     wait_until(
         lambda: Summary.objects.get(pk=redo.pk), lambda s: s.drift_checked_at, 20, "the re-summary's drift check"
     )

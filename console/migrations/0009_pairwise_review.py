@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0007_notifications'),
+        ('console', '0008_outcomes_provenance'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
