@@ -149,6 +149,12 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # every page writes times with ``|when`` and counts with ``|intcomma``
+            "builtins": [
+                "console.templatetags.when",
+                "console.templatetags.vocabulary",
+                "django.contrib.humanize.templatetags.humanize",
+            ],
         },
     },
 ]
@@ -185,6 +191,9 @@ LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
+#: one timestamp format per language and thousands grouped in both (console/formats/); pages write every
+#: time with the ``when`` filter (console/templatetags/when.py) and every count with ``intcomma``
+FORMAT_MODULE_PATH = ["console.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

@@ -317,3 +317,14 @@ OBJECTS: dict[str, Label] = {
     "message": gettext_lazy("message"),
     "apikey": gettext_lazy("API key"),
 }
+
+#: a message's role, as the message card and a fact's source name it (an unknown role is shown as it is)
+ROLES: dict[str, Label] = {
+    "system": pgettext_lazy("message role", "system"),
+    "user": pgettext_lazy("message role", "user"),
+    "assistant": pgettext_lazy("message role", "assistant"),
+    "tool": pgettext_lazy("message role", "tool"),
+}
+#: who did something when no person did (``console.audit.actor_label``)
+SYSTEM_ACTOR = "system"
+ACTORS: dict[str, Label] = {SYSTEM_ACTOR: pgettext_lazy("audit actor", "system")}
