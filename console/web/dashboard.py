@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext_lazy
@@ -135,18 +135,31 @@ def drift_charts(m: Metrics) -> dict[str, Any]:
     }
 
 
+def money(value: float | None) -> str:
+    """A cost as the page writes it: grouped, 2 decimals from 1 up, 4 below (a call can cost 0.0003)."""
+    if value is None:
+        return ""
+    return formats.number_format(value, decimal_pos=2 if abs(value) >= 1 or value == 0 else 4, force_grouping=True)
+
+
 def cost_rows(m: Metrics, calls: Calls) -> dict[str, Any]:
     """Cost of summarizer calls per day (newest first) and per model, and latency per model."""
     days = [date_format(d.date, "DATE_FORMAT") for d in m.by_day]
     return {
         "calls": calls,
+        "cost_total": money(calls.cost_total),
         "cost_days": [
-            {"label": label, "cost": cost, "href": runs_url(day=d.date.isoformat())}
+            {"label": label, "cost": money(cost), "href": runs_url(day=d.date.isoformat())}
             for label, cost, d in reversed(list(zip(days, calls.cost_by_day, m.by_day, strict=True)))
             if cost
         ],
         "call_rows": [
-            {"row": row, "href": runs_url(model=row.model or "", generator=row.generator or "")} for row in calls.rows
+            {
+                "row": row,
+                "cost": money(row.cost),
+                "href": runs_url(model=row.model or "", generator=row.generator or ""),
+            }
+            for row in calls.rows
         ],
     }
 

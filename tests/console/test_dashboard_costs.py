@@ -108,7 +108,7 @@ def test_the_dashboard_shows_cost_and_latency_and_links_bars_to_their_runs(as_vi
 
     html = html_of(as_viewer.get("/dashboard/"))
 
-    assert re.search(r'id="cost-total">1,001\.5000<', html)  # 2,000 × 0.5 + 1 × 1.5, grouped
+    assert re.search(r'id="cost-total">1,001\.50<', html)  # 2,000 × 0.5 + 1 × 1.5, grouped
     assert ">2,000,000<" in html and ">1,234.5<" in html  # input tokens; p50 latency in ms
     yesterday = day(1).date().isoformat()
     assert f'<a href="/dashboard/runs/?day={yesterday}&amp;status=failed"><rect class="seg s-failed"' in html
