@@ -375,7 +375,8 @@ def test_it_escapes_session_keys(as_viewer):
     html = html_of(as_viewer.get("/dashboard/"))
 
     assert "<script>alert" not in html and "<b>m</b>" not in html
-    assert html.count("&lt;script&gt;alert(&quot;key&quot;)&lt;/script&gt;") == 3  # problem runs, repeated sessions, the export form
+    # problem runs, repeated sessions, the export form
+    assert html.count("&lt;script&gt;alert(&quot;key&quot;)&lt;/script&gt;") == 3
     assert "&lt;b&gt;m&lt;/b&gt;" in html
 
 

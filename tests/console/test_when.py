@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pytest
 from django.template import Context, Template, TemplateSyntaxError
@@ -51,3 +53,50 @@ def test_roles_and_the_system_actor_are_translated():
         assert render(
             "{{ r|role }} {{ x|role }} {{ a|actor }} {{ b|actor }}", r="user", x="bot", a="system", b="alice"
         ) == ("用户 bot 系统 alice")
+
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+#: a date an <input type="date"> reads back (a value, not a rendering)
+INPUT_DATE = re.compile(r'value="\{\{ [\w.]+\|date:\'Y-m-d\' \}\}"')
+
+
+def template_files() -> list[Path]:
+    return sorted(TEMPLATES.rglob("*.html"))
+
+
+def test_every_template_writes_times_with_when_only():
+    """One date format: no ``|date``, ``naturaltime`` or ``timesince`` rendering left in a template."""
+    found = []
+    for path in template_files():
+        text = INPUT_DATE.sub("", path.read_text(encoding="utf-8"))
+        for bad in re.findall(r"\|date:[^ }%]*|\|naturaltime|\|timesince|\|timeuntil", text):
+            found.append(f"{path.relative_to(TEMPLATES)}: {bad}")
+    assert not found, "\n".join(found)
+
+
+def test_every_counted_sentence_groups_its_number():
+    """``{% blocktranslate count n=x %}{{ n }} …`` writes x bare; the counter is ``counter_n`` and ``n`` is grouped.
+
+    (The counter must not read a name the ``with`` clause sets: Django resolves it after the ``with`` values.)"""
+    found = []
+    for path in template_files():
+        for options in re.findall(
+            r"\{% blocktranslate ([^%]*(?<![\w.])count \w+=[^%]*)%\}", path.read_text(encoding="utf-8")
+        ):
+            name, expr = re.search(r"(?<![\w.])count (\w+)=(\S+)", options).groups()
+            shown = name.removeprefix("counter_")
+            grouped = re.search(rf"\b{shown}={re.escape(expr)}\|intcomma\b", options)
+            exempt = path.name == "_badge.html" or "|length" in expr  # the badge says 99+; a list shown is short
+            if not exempt and not (name.startswith("counter_") and grouped):
+                found.append(f"{path.relative_to(TEMPLATES)}: {options.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_a_counted_sentence_is_grouped_and_still_plural():
+    source = (
+        "{% load i18n %}{% blocktranslate count counter_n=x with n=x|intcomma %}"
+        "{{ n }} run{% plural %}{{ n }} runs{% endblocktranslate %}"
+    )
+    with translation.override("en"):
+        assert render(source, x=12345) == "12,345 runs"
+        assert render(source, x=1) == "1 run"
