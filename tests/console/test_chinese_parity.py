@@ -46,8 +46,23 @@ VOID = {"br", "img", "input", "meta", "link", "hr", "wbr", "area", "col", "sourc
 ATTRIBUTES = ("title", "aria-label", "placeholder", "alt")
 #: Latin words the Chinese interface keeps as they are
 #: identifiers inside interface text: session keys, summary ids, @mentions, paths
-IDENTIFIER = re.compile(r"@\w+|[\w.-]*[_:/][\w.:/-]*")
-KEPT = {"token", "tokens", "api", "webhook", "webhooks", "json", "jsonl", "english", "id", "hmac", "slack", "ms", "utc"}
+IDENTIFIER = re.compile(r"\d{4}年\d{1,2}月\d{1,2}日|\d{4}-\d\d-\d\d|@\w+|[\w.-]*[_:/][\w.:/-]*")
+KEPT = {
+    "token",
+    "tokens",
+    "api",
+    "webhook",
+    "webhooks",
+    "json",
+    "jsonl",
+    "english",
+    "id",
+    "hmac",
+    "slack",
+    "ms",
+    "utc",
+    "usd",
+}
 
 
 def msgids() -> set[str]:
@@ -112,9 +127,11 @@ def problems(html: str, names: set[str], catalog: set[str]) -> list[str]:
         if re.search(r"(?<![\d.,])\d{4,}", bare):
             out.append(f"ungrouped number at {where}: {text!r}")
     for t in page.times:  # one date format: an ISO instant, a full title, a Chinese short text (checked by parse)
-        if not (t.get("datetime") and re.match(r"\d{4}-\d\d-\d\dT", t["datetime"] or "")):
+        iso = t.get("datetime") or ""
+        if not re.fullmatch(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d)?", iso):
             out.append(f"<time> without an ISO datetime: {t}")
-        if not re.match(r"\d{4}年\d{1,2}月\d{1,2}日 \d\d:\d\d:\d\d", t.get("title") or ""):
+        full = r"\d{4}年\d{1,2}月\d{1,2}日" + (r" \d\d:\d\d:\d\d \S+" if "T" in iso else "")  # a day alone has no time
+        if not re.fullmatch(full, t.get("title") or ""):
             out.append(f"<time> without a full Chinese title: {t}")
     return out
 
@@ -136,7 +153,8 @@ def test_a_chinese_sessions_pages_have_no_untranslated_interface_string(demo):
     names |= {"extractive", "openai", "demo", "wechat"}  # generator names and the channel the data brings
     catalog = msgids()
     found = {}
-    for url in (f"/runs/{run.pk}/", f"/summaries/{live.pk}/", f"/drift/{case.pk}/"):
+    pages = (f"/runs/{run.pk}/", f"/summaries/{live.pk}/", f"/drift/{case.pk}/", "/dashboard/", "/dashboard/runs/")
+    for url in pages:
         response = client.get(url)
         assert response.status_code == 200 and response["Content-Language"] == "zh-hans"
         found[url] = problems(response.content.decode(), names, catalog)
