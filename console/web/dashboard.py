@@ -40,6 +40,12 @@ AXIS_DATE = pgettext_lazy("date format on a chart axis", "M j")
 #: runs listed behind a chart's bar
 RUNS_SHOWN = 200
 STATUS_CHOICES = CompressionRun.Status.choices
+#: sessions offered by the dashboard's export form
+EXPORT_CHOICES = 200
+
+
+def _key(row: tuple[int, str]) -> str:
+    return row[1]
 
 
 def runs_url(**params: str) -> str:
@@ -176,7 +182,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "repeat_codes": [(code, labels.WARNING_TITLES[code], n) for code, n in metrics.repeated_codes.items()],
         "problems_url": runs_url(status="failed"),
         "degraded_url": runs_url(status="degraded"),
-        "sessions": Session.objects.order_by("key").values_list("pk", "key")[:500],
+        # the export form offers the sessions updated most recently, by key (every session has its own URL too)
+        "sessions": sorted(Session.objects.order_by("-updated_at").values_list("pk", "key")[:EXPORT_CHOICES], key=_key),
         "may_reveal": may_reveal(request.user),
     }
     ctx.update(daily_charts(metrics))
