@@ -79,8 +79,10 @@ class MessageView:
     is_lost_result: bool = False
     #: the non-text content parts (image, audio, file), by kind: the page shows that they were there
     attachments: list[str] = field(default_factory=list)
-    #: when the message was written, as stored with it (``timestamp``), and as the page prints it
+    #: when the message was written, as stored with it (``timestamp``): the instant (the page prints it with
+    #: ``|when``, like every date), or, for a value that is not a time, that value as text
     timestamp: str = ""
+    moment: datetime | None = None
     when: str = ""
 
     @property
@@ -151,8 +153,9 @@ def message_view(
     )
 
 
-def message_time(data: dict[str, Any], reveal: bool = False) -> dict[str, str]:
-    """A stored message's ``timestamp`` (ISO 8601 as agent runtimes write it): ``{"timestamp", "when"}``."""
+def message_time(data: dict[str, Any], reveal: bool = False) -> dict[str, Any]:
+    """A stored message's ``timestamp`` (ISO 8601 as agent runtimes write it): ``{"timestamp", "moment"}``,
+    or ``{"when"}`` (the value as text) when it is not a time."""
     value = data.get("timestamp")
     if not isinstance(value, str | int | float) or isinstance(value, bool) or value == "":
         return {}
@@ -165,7 +168,9 @@ def message_time(data: dict[str, Any], reveal: bool = False) -> dict[str, str]:
     except (ValueError, OverflowError, OSError):
         text = mask_unless_revealed(str(value), reveal)[:40]
         return {"timestamp": "", "when": text}
-    return {"timestamp": moment.isoformat(), "when": moment.strftime("%Y-%m-%d %H:%M:%S")}
+    if moment.tzinfo is None:  # a runtime that writes no zone writes UTC (as the JSONL exports here do)
+        moment = moment.replace(tzinfo=UTC)
+    return {"timestamp": moment.isoformat(), "moment": moment}
 
 
 class _RawHtmlAsText(markdown_lib.Extension):

@@ -7,6 +7,7 @@ configuration must stop start-up, not be silently replaced by a default.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from urllib.parse import urlparse
@@ -73,6 +74,31 @@ def env_url(name: str, schemes: set[str]) -> str:
         allowed = ", ".join(sorted(schemes))
         raise ImproperlyConfigured(f"{name}={raw!r} is not a valid URL (expected a scheme among: {allowed})")
     return raw
+
+
+def env_prices(name: str) -> dict[str, dict[str, float]]:
+    """``{"model": {"input": 0.15, "output": 0.6}}``: a price per 1,000 input and output tokens for each model."""
+    raw = env_str(name).strip()
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not JSON ({exc}): expected {PRICES_EXAMPLE}") from None
+    if not isinstance(data, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object of models, e.g. {PRICES_EXAMPLE}")
+    prices: dict[str, dict[str, float]] = {}
+    for model, price in data.items():
+        if not isinstance(price, dict) or set(price) - {"input", "output"} or not price:
+            raise ImproperlyConfigured(f"{name}: {model!r} must map to {{'input': ..., 'output': ...}} (per 1k tokens)")
+        for side, value in price.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ImproperlyConfigured(f"{name}: {model!r} {side} price {value!r} is not a number >= 0")
+        prices[str(model)] = {"input": float(price.get("input", 0)), "output": float(price.get("output", 0))}
+    return prices
+
+
+PRICES_EXAMPLE = '{"gpt-4o-mini": {"input": 0.00015, "output": 0.0006}}'
 
 
 def database_config(url: str) -> dict:
@@ -149,6 +175,12 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # every page writes times with ``|when`` and counts with ``|intcomma``
+            "builtins": [
+                "console.templatetags.when",
+                "console.templatetags.vocabulary",
+                "django.contrib.humanize.templatetags.humanize",
+            ],
         },
     },
 ]
@@ -185,6 +217,9 @@ LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
+#: one timestamp format per language and thousands grouped in both (console/formats/); pages write every
+#: time with the ``when`` filter (console/templatetags/when.py) and every count with ``intcomma``
+FORMAT_MODULE_PATH = ["console.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -207,6 +242,10 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 OPENAI_BASE_URL = env_url("OPENAI_BASE_URL", {"http", "https"})
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 SUMMARY_MODEL = env_str("SUMMARY_MODEL", "gpt-4o-mini")
+#: price per 1,000 input / output tokens by model, for the dashboard's cost of summarizer calls (JSON; the
+#: extractive summarizer costs nothing; a model without a price is shown as unpriced)
+SUMMARIZER_PRICES = env_prices("SUMMARIZER_PRICES")
+SUMMARIZER_PRICE_CURRENCY = env_str("SUMMARIZER_PRICE_CURRENCY", "USD")
 SUMMARY_TIMEOUT = env_float("SUMMARY_TIMEOUT", 60.0, minimum=1.0)
 SUMMARY_MAX_RETRIES = env_int("SUMMARY_MAX_RETRIES", 1)
 #: seconds to stop calling an endpoint after it failed (a 429's Retry-After wins); shared by all workers

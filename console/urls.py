@@ -5,7 +5,7 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .web import archives, dashboard, drift, health, messages, notifications, runs, sessions, summaries
+from .web import archives, dashboard, drift, exports, health, messages, notifications, runs, sessions, summaries
 from .web.audit_log import audit_log
 
 urlpatterns = [
@@ -31,6 +31,9 @@ urlpatterns = [
     path("drift/<int:pk>/update", drift.update_case, name="drift_update"),
     path("drift/<int:pk>/comment", drift.comment, name="drift_comment"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
+    path("dashboard/runs/", dashboard.runs_list, name="dashboard_runs"),
+    path("sessions/<int:pk>/export.json", exports.session_export, name="session_export"),
+    path("exports/session", exports.session_download, name="session_download"),
     path("audit/", audit_log, name="audit_log"),
     path("inbox/", notifications.inbox, name="inbox"),
     path("inbox/read", notifications.mark_all_read, name="inbox_read"),

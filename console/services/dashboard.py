@@ -6,11 +6,13 @@ lists). The charts' geometry (``console.web.charts``) draws them.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, F, FloatField, Q, Sum, TextField
 from django.db.models.functions import Cast, Substr, TruncDate
 from django.utils import timezone
@@ -337,3 +339,112 @@ def _text(value: Any) -> str | None:
 def _kind_order(entry: KindCount) -> tuple[int, str]:
     known = entry.kind in DRIFT_KINDS
     return (DRIFT_KINDS.index(entry.kind) if known else len(DRIFT_KINDS) + (entry.kind == ""), entry.kind)
+
+
+# --------------------------------------------------------------------------- summarizer calls: cost and latency
+
+#: the offline summarizer: no call to price
+FREE_GENERATORS = ("extractive",)
+
+
+@dataclass
+class CallRow:
+    """The summarizer calls of one (generator, model) in the period: tokens, cost and latency."""
+
+    generator: str | None
+    model: str | None
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: None when the model has no price (SUMMARIZER_PRICES) and is not free
+    cost: float | None = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+    @property
+    def p50_ms(self) -> float | None:
+        return percentile(self.latencies, 50)
+
+    @property
+    def p95_ms(self) -> float | None:
+        return percentile(self.latencies, 95)
+
+    @property
+    def priced(self) -> bool:
+        return self.cost is not None
+
+
+@dataclass
+class Calls:
+    rows: list[CallRow]
+    #: cost per day of the period, aligned with ``Metrics.by_day``
+    cost_by_day: list[float]
+    cost_total: float
+    #: calls of a model without a price: not in the costs
+    unpriced_calls: int
+    currency: str
+
+
+def percentile(values: list[float], pct: float) -> float | None:
+    """The nearest-rank percentile (p50, p95) of ``values``; None for none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def call_cost(generator: str | None, model: str | None, tokens_in: int, tokens_out: int, prices: Any) -> float | None:
+    """What one call cost: its tokens at the model's price per 1,000; 0 for the extractive summarizer."""
+    if generator in FREE_GENERATORS:
+        return 0.0
+    price = prices.get(model or "") if model else None
+    if price is None:
+        return None
+    return (tokens_in * price.get("input", 0.0) + tokens_out * price.get("output", 0.0)) / 1000
+
+
+def summarizer_calls(days: int, now: datetime | None = None, prices: Any = None) -> Calls:
+    """Cost per day and per model, and latency per model, of the summaries written in the period (one query)."""
+    prices = settings.SUMMARIZER_PRICES if prices is None else prices
+    start, _end, start_at, end_at = period_bounds(days, now)
+    tz = timezone.get_current_timezone()
+    rows = (
+        Summary.objects.filter(created_at__gte=start_at, created_at__lt=end_at)
+        .exclude(status=Summary.Status.PENDING)  # not called yet; a failed call is counted (it may have cost)
+        .order_by()
+        .values_list(
+            "created_at",
+            "provenance__generator",
+            "provenance__model",
+            "provenance__input_tokens",
+            "provenance__output_tokens",
+            "provenance__latency_ms",
+        )
+    )
+    groups: dict[tuple[str | None, str | None], CallRow] = {}
+    by_day = [0.0] * days
+    unpriced = 0
+    for created_at, generator, model, tokens_in, tokens_out, latency in rows:
+        key = (_text(generator), _text(model))
+        row = groups.setdefault(key, CallRow(*key))
+        tokens_in, tokens_out = _count(tokens_in), _count(tokens_out)
+        row.calls += 1
+        row.input_tokens += tokens_in
+        row.output_tokens += tokens_out
+        if isinstance(latency, int | float) and not isinstance(latency, bool):
+            row.latencies.append(float(latency))
+        cost = call_cost(key[0], key[1], tokens_in, tokens_out, prices)
+        if cost is None:
+            row.cost, unpriced = None, unpriced + 1
+            continue
+        if row.cost is not None:
+            row.cost += cost
+        index = (timezone.localtime(created_at, tz).date() - start).days
+        if 0 <= index < days:
+            by_day[index] += cost
+    ordered = sorted(groups.values(), key=lambda r: (-r.calls, str(r.generator), str(r.model)))
+    return Calls(ordered, by_day, sum(by_day), unpriced, settings.SUMMARIZER_PRICE_CURRENCY)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -34,15 +34,19 @@ SUMMARY_FIELDS = (
 )  # fmt: skip
 
 
-def export_session(key: str, *, reveal: bool = False, label: str = "export") -> dict[str, Any]:
-    """The session called ``key`` and everything recorded about it, as JSON-ready data (masked unless ``reveal``)."""
+def export_session(key: str, *, reveal: bool = False, label: str = "export", user: Any = None) -> dict[str, Any]:
+    """The session called ``key`` and everything recorded about it, as JSON-ready data (masked unless ``reveal``).
+
+    A reveal is audited as ``user``'s (a page's download), or under ``label`` when there is none (a command).
+    """
     with _snapshot():
         session = Session.objects.filter(key=key).first()
         if session is None:
             raise NotFound(mask_text(f"no session {key!r}"))
         data = _export(session)
     if reveal:
-        audit(None, "secrets.reveal", session, after={"command": f"{label} --reveal"}, label=label)
+        after = {"command": f"{label} --reveal"} if user is None else {"download": label}
+        audit(user, "secrets.reveal", session, after=after, label="" if user is not None else label)
         return data
     # JSON-ready first (dates as strings), so that every string is masked
     return mask_value(json.loads(json.dumps(data, cls=DjangoJSONEncoder)))

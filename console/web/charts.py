@@ -40,6 +40,8 @@ class Segment:
     y: float
     width: float
     height: float
+    #: the page listing what this segment counts (the runs of that day and outcome); "" for none
+    href: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Bar:
     segments: list[Segment]
     #: where the total is written (horizontal charts)
     value_x: float = 0.0
+    #: the page listing what the bar counts; "" for none
+    href: str = ""
     value_y: float = 0.0
 
 
@@ -89,6 +93,12 @@ class Chart:
 
 
 Describe = Callable[[str, int], str]
+#: ``link(index, series_key)``: the page behind a category's bar (``series_key`` None) or one of its segments
+Link = Callable[[int, str | None], str]
+
+
+def _no_link(index: int, key: str | None) -> str:
+    return ""
 
 
 def number(value: int) -> str:
@@ -151,6 +161,7 @@ def bar_chart(
     height: int = 220,
     max_labels: int = 8,
     describe: Describe = _describe,
+    link: Link = _no_link,
 ) -> Chart:
     """Vertical stacked bars, one per category, on a y axis of round ticks; a category with 0 keeps its place."""
     totals = [sum(s.values[i] for s in series) for i in range(len(categories))]
@@ -168,7 +179,16 @@ def bar_chart(
         x = left + band * i
         parts = _stack(y_of, category.label, series, i)
         segments = [
-            Segment(k, v, t, round(x + (band - bar_width) / 2, 2), end, round(bar_width, 2), round(start - end, 2))
+            Segment(
+                k,
+                v,
+                t,
+                round(x + (band - bar_width) / 2, 2),
+                end,
+                round(bar_width, 2),
+                round(start - end, 2),
+                link(i, k),
+            )
             for k, v, t, start, end in parts
         ]
         bars.append(
@@ -181,6 +201,7 @@ def bar_chart(
                 round(band, 2),
                 bottom - top,
                 segments,
+                href=link(i, None),
             )
         )
     step = math.ceil(len(categories) / max_labels) or 1
@@ -202,6 +223,7 @@ def hbar_chart(
     width: int = 540,
     row_height: int = 26,
     describe: Describe = _describe,
+    link: Link = _no_link,
 ) -> Chart:
     """Horizontal stacked bars, one row per category, labelled on the left, the total written at the end."""
     totals = [sum(s.values[i] for s in series) for i in range(len(categories))]
@@ -218,7 +240,10 @@ def hbar_chart(
         y = top + row_height * i
         bar_y, bar_height = round(y + row_height * 0.2, 2), round(row_height * 0.6, 2)
         parts = _stack(x_of, category.label, series, i)
-        segments = [Segment(k, v, t, start, bar_y, round(end - start, 2), bar_height) for k, v, t, start, end in parts]
+        segments = [
+            Segment(k, v, t, start, bar_y, round(end - start, 2), bar_height, link(i, k))
+            for k, v, t, start, end in parts
+        ]
         bars.append(
             Bar(
                 category.label,
@@ -231,6 +256,7 @@ def hbar_chart(
                 segments,
                 value_x=x_of(total) + 6,
                 value_y=round(y + row_height / 2, 2),
+                href=link(i, None),
             )
         )
     label_ticks = [Tick(b.label, round(left - 8, 2), b.value_y) for b in bars]

@@ -2,25 +2,64 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from django.contrib.auth.decorators import permission_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils import formats, timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext_lazy
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..models import CompressionRun, DriftCase
-from ..services.dashboard import CASE_STATUSES, PERIODS, RUN_STATUSES, Metrics, dashboard_metrics, parse_days
+from ..display import may_reveal
+from ..models import CompressionRun, DriftCase, Session, Summary
+from ..services.dashboard import (
+    CASE_STATUSES,
+    PERIODS,
+    RUN_STATUSES,
+    Calls,
+    Metrics,
+    dashboard_metrics,
+    parse_days,
+    period_bounds,
+    summarizer_calls,
+)
 from . import VIEW, labels
 from .charts import Category, Series, bar_chart, hbar_chart, number
 from .htmx import partial
 
 #: a day under a bar of the daily charts (translators: a Django date format, e.g. "n月j日")
 AXIS_DATE = pgettext_lazy("date format on a chart axis", "M j")
+
+
+#: runs listed behind a chart's bar
+RUNS_SHOWN = 200
+STATUS_CHOICES = CompressionRun.Status.choices
+#: sessions offered by the dashboard's export form
+EXPORT_CHOICES = 200
+
+
+def _key(row: tuple[int, str]) -> str:
+    return row[1]
+
+
+def runs_url(**params: str) -> str:
+    """The runs behind a bar: ``/dashboard/runs/?day=2026-12-02&status=failed`` (empty values left out)."""
+    query = QueryDict(mutable=True)
+    query.update({k: v for k, v in params.items() if v})
+    return f"{reverse('dashboard_runs')}?{query.urlencode()}" if query else reverse("dashboard_runs")
+
+
+def cases_url(kind: str, status: str | None) -> str:
+    """The drift queue filtered to a kind (and a review status, else every status)."""
+    query = QueryDict(mutable=True)
+    query.update({"kind": kind, "status": status or "all"})
+    return f"{reverse('drift_queue')}?{query.urlencode()}"
 
 
 def kind_label(kind: str) -> str:
@@ -41,13 +80,30 @@ def daily_charts(m: Metrics) -> dict[str, Any]:
     def tokens(day: str, n: int) -> str:
         return _("%(day)s: %(n)s tokens saved") % {"day": day, "n": number(n)}
 
+    def day_link(i: int, status: str | None) -> str:
+        day = m.by_day[i]
+        return runs_url(day=day.date.isoformat(), status=status or "") if day.total else ""
+
+    def saved_link(i: int, key: str | None) -> str:
+        return runs_url(day=m.by_day[i].date.isoformat()) if m.by_day[i].saved else ""
+
     return {
-        "runs_chart": bar_chart("chart-runs", _("Compressions per day, by outcome"), days, outcomes, describe=runs),
-        "saved_chart": bar_chart("chart-saved", _("Tokens saved per day"), days, saved, describe=tokens),
+        "runs_chart": bar_chart(
+            "chart-runs", _("Compressions per day, by outcome"), days, outcomes, describe=runs, link=day_link
+        ),
+        "saved_chart": bar_chart(
+            "chart-saved", _("Tokens saved per day"), days, saved, describe=tokens, link=saved_link
+        ),
         "outcomes": [(s.key, s.label, m.status_totals[s.key]) for s in outcomes],
         # the numbers behind both charts, newest day first
         "day_rows": [
-            {"label": c.label, "counts": [d.runs.get(s, 0) for s in RUN_STATUSES], "total": d.total, "saved": d.saved}
+            {
+                "label": c.label,
+                "counts": [(d.runs.get(s, 0), runs_url(day=d.date.isoformat(), status=s)) for s in RUN_STATUSES],
+                "total": d.total,
+                "saved": d.saved,
+                "href": runs_url(day=d.date.isoformat()),
+            }
             for c, d in reversed(list(zip(days, m.by_day, strict=True)))
         ],
     }
@@ -67,12 +123,50 @@ def drift_charts(m: Metrics) -> dict[str, Any]:
         }
         for c, k in zip(kinds, m.kinds, strict=True)
     ]
+
+    def kind_link(i: int, status: str | None) -> str:
+        kind = m.kinds[i]
+        if not (kind.findings or kind.cases_total):
+            return ""
+        return cases_url(kind.kind, status if status in CASE_STATUSES else None)
+
     return {
-        "findings_chart": hbar_chart("chart-findings", _("Drift findings by kind"), kinds, findings),
-        "cases_chart": hbar_chart("chart-cases", _("Drift cases by kind and status"), kinds, statuses),
+        "findings_chart": hbar_chart(
+            "chart-findings", _("Drift findings by kind"), kinds, findings, link=lambda i, k: kind_link(i, None)
+        ),
+        "cases_chart": hbar_chart("chart-cases", _("Drift cases by kind and status"), kinds, statuses, link=kind_link),
         "kind_rows": rows,
         "case_statuses": [DriftCase.Status(s).label for s in CASE_STATUSES],
         "severities": [(label, m.cases_by_severity.get(s, 0)) for s, label in labels.SEVERITIES.items()],
+    }
+
+
+def money(value: float | None) -> str:
+    """A cost as the page writes it: grouped, 2 decimals from 1 up, 4 below (a call can cost 0.0003)."""
+    if value is None:
+        return ""
+    return formats.number_format(value, decimal_pos=2 if abs(value) >= 1 or value == 0 else 4, force_grouping=True)
+
+
+def cost_rows(m: Metrics, calls: Calls) -> dict[str, Any]:
+    """Cost of summarizer calls per day (newest first) and per model, and latency per model."""
+    days = [date_format(d.date, "DATE_FORMAT") for d in m.by_day]
+    return {
+        "calls": calls,
+        "cost_total": money(calls.cost_total),
+        "cost_days": [
+            {"label": label, "cost": money(cost), "href": runs_url(day=d.date.isoformat())}
+            for label, cost, d in reversed(list(zip(days, calls.cost_by_day, m.by_day, strict=True)))
+            if cost
+        ],
+        "call_rows": [
+            {
+                "row": row,
+                "cost": money(row.cost),
+                "href": runs_url(model=row.model or "", generator=row.generator or ""),
+            }
+            for row in calls.rows
+        ],
     }
 
 
@@ -80,12 +174,75 @@ def drift_charts(m: Metrics) -> dict[str, Any]:
 @permission_required(VIEW, raise_exception=True)
 @vary_on_headers("HX-Request")
 def dashboard(request: HttpRequest) -> HttpResponse:
-    metrics = dashboard_metrics(parse_days(request.GET.get("days")))
+    days = parse_days(request.GET.get("days"))
+    metrics = dashboard_metrics(days)
     ctx: dict[str, Any] = {
         "m": metrics,
         "periods": PERIODS,
         "repeat_codes": [(code, labels.WARNING_TITLES[code], n) for code, n in metrics.repeated_codes.items()],
+        "problems_url": runs_url(status="failed"),
+        "degraded_url": runs_url(status="degraded"),
+        # the export form offers the sessions updated most recently, by key (every session has its own URL too)
+        "sessions": sorted(Session.objects.order_by("-updated_at").values_list("pk", "key")[:EXPORT_CHOICES], key=_key),
+        "may_reveal": may_reveal(request.user),
     }
     ctx.update(daily_charts(metrics))
     ctx.update(drift_charts(metrics))
+    ctx.update(cost_rows(metrics, summarizer_calls(days)))
     return render(request, partial(request, "console/dashboard.html", "board"), ctx)
+
+
+# --------------------------------------------------------------------------- the runs behind a bar
+
+
+class RunFilter:
+    """``?day=YYYY-MM-DD&status=&model=&generator=``: the runs a chart's bar or a table's row counts."""
+
+    def __init__(self, params: QueryDict) -> None:
+        self.errors: list[str] = []
+        self.day_text = params.get("day", "").strip()
+        self.status = params.get("status", "").strip()
+        self.model = params.get("model", "").strip()[:200]
+        self.generator = params.get("generator", "").strip()[:200]
+        self.day = None
+        if self.day_text:
+            try:
+                self.day = datetime.date.fromisoformat(self.day_text)
+            except ValueError:
+                self.errors.append(_("day must be a date written YYYY-MM-DD, not %(value)r") % {"value": self.day_text})
+        if self.status and self.status not in CompressionRun.Status.values:
+            choices = ", ".join(CompressionRun.Status.values)
+            self.errors.append(
+                _("unknown status %(value)r: use one of %(choices)s") % {"value": self.status, "choices": choices}
+            )
+
+    def runs(self) -> Any:
+        runs = CompressionRun.objects.select_related("session").order_by("-created_at", "-id")
+        if self.day is not None:
+            _start, _end, start_at, end_at = period_bounds(
+                1, timezone.make_aware(datetime.datetime.combine(self.day, datetime.time(12)))
+            )
+            runs = runs.filter(created_at__gte=start_at, created_at__lt=end_at)
+        if self.status:
+            runs = runs.filter(status=self.status)
+        if self.model or self.generator:
+            summaries = Summary.objects.exclude(run=None)
+            if self.model:
+                summaries = summaries.filter(provenance__model=self.model)
+            if self.generator:
+                summaries = summaries.filter(provenance__generator=self.generator)
+            runs = runs.filter(pk__in=summaries.values("run_id"))
+        return runs
+
+
+@require_GET
+@permission_required(VIEW, raise_exception=True)
+def runs_list(request: HttpRequest) -> HttpResponse:
+    query = RunFilter(request.GET)
+    if query.errors:
+        ctx = {"query": query, "errors": query.errors, "runs": [], "total": 0, "statuses": STATUS_CHOICES}
+        return render(request, "console/dashboard_runs.html", ctx, status=400)
+    runs = query.runs()
+    total = runs.count()
+    ctx = {"query": query, "errors": [], "runs": list(runs[:RUNS_SHOWN]), "total": total, "statuses": STATUS_CHOICES}
+    return render(request, "console/dashboard_runs.html", ctx)

@@ -348,3 +348,13 @@ AUDIT_SENTENCES: dict[str, Label] = {
 #: a summary in an audit sentence: its version number and id, or its id alone (an event stored without numbers)
 AUDIT_SUMMARY = gettext_lazy("v%(number)s (%(id)s)")
 AUDIT_NO_SUMMARY = gettext_lazy("no summary")
+#: a message's role, as the message card and a fact's source name it (an unknown role is shown as it is)
+ROLES: dict[str, Label] = {
+    "system": pgettext_lazy("message role", "system"),
+    "user": pgettext_lazy("message role", "user"),
+    "assistant": pgettext_lazy("message role", "assistant"),
+    "tool": pgettext_lazy("message role", "tool"),
+}
+#: who did something when no person did (``console.audit.actor_label``)
+SYSTEM_ACTOR = "system"
+ACTORS: dict[str, Label] = {SYSTEM_ACTOR: pgettext_lazy("audit actor", "system")}

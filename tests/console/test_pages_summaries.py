@@ -60,7 +60,7 @@ def test_it_shows_a_summary_with_its_provenance_label(as_viewer, archive, active
     assert f"messages {archive.start}–{archive.end - 1} ({archive.end - archive.start} archived)" in html
     tokens = active.provenance
     assert tokens["input_tokens"] > 0  # the extractive summarizer reads the whole segment
-    assert f"{tokens['input_tokens']:,} → {tokens['output_tokens']:,}" in html
+    assert f"{tokens['input_tokens']:,} → {tokens['output_tokens']:,}" in html  # grouped by thousands
     assert "trigger: API" in html  # the fixture's run came through the API trigger
     assert "none (first version)" in html
     assert "Focus topic" in html and ">none<" in html
