@@ -342,6 +342,7 @@ _HEADING_ALIASES = {
     "pinned facts": "## Pinned facts",
 }
 _HEADING_LIKE = re.compile(r"^\s*(?:#{1,4}\s*|\*\*)(?P<name>[^#*]+?)(?:\*\*)?\s*[:：]?\s*$")
+_BARE_HEADING = re.compile(r"^\s*(?P<name>[^\s#*\-][^#*:：]*?)\s*[:：]\s*$")
 _PINNED_COPY = re.compile(r"^\s*[-*]?\s*\[(?:constraint|approval|path|identifier|error|command|decision)\]", re.I)
 _CITATION = re.compile(r"\(\s*#\d+(?:\s*[-–,]\s*#?\d+)*\s*\)")
 _LOOP = re.compile(r"(.{6,}?)(?:\s*\1){2,}")
@@ -372,7 +373,7 @@ def clean_answer(text: str, *, facts_lines: Any = (), prompt: str = "", truncate
         if _FENCE.match(raw):
             continue
         line = raw[:2000].rstrip()
-        heading = _HEADING_LIKE.match(line)
+        heading = _HEADING_LIKE.match(line) or _BARE_HEADING.match(line)
         if heading and (canonical := _HEADING_ALIASES.get(heading.group("name").strip().lower())):
             out.append(canonical)
             continue
