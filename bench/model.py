@@ -78,7 +78,7 @@ WINDOWS = {"8k": 8_000, "16k": 16_000, "32k": 32_000}
 #: what the model may generate per summary (both prompts): at 2-7 tokens/s on a shared CPU, a legacy answer
 #: that loops to the summary budget (2,000+ tokens) takes 6 minutes; both prompts get the same cap
 MAX_ANSWER_TOKENS = 768
-SERVER_ARGS = ["--n_ctx", "16384", "--n_threads", "2", "--logits_all", "false"]
+SERVER_ARGS = ["--n_ctx", "16384", "--logits_all", "false"]
 
 
 class InstallError(RuntimeError):
@@ -230,11 +230,19 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(python: Path, model: Path, log: Path, port: int | None = None, timeout: float = 600) -> Iterator[str]:
+def serve(
+    python: Path,
+    model: Path,
+    log: Path,
+    port: int | None = None,
+    timeout: float = 600,
+    threads: int = 2,
+    threads_batch: int = 2,
+) -> Iterator[str]:
     """Run ``llama_cpp.server`` on loopback; yield its base URL (``…/v1``); stop it afterwards, always."""
     port = port or free_port()
     cmd = [str(python), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port)]
-    cmd += SERVER_ARGS
+    cmd += [*SERVER_ARGS, "--n_threads", str(threads), "--n_threads_batch", str(threads_batch)]
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -424,6 +432,7 @@ def summary_language(summary: str) -> str:
 class Score:
     facts_kept: int
     facts_total: int
+    prose_kept: int
     probes_kept: int
     probes_total: int
     findings: list[str]
@@ -443,13 +452,23 @@ def score(answer: dict[str, Any], inputs: dict[str, Any] | None = None) -> Score
     out = _norm(summary)
     facts = [f for f in header.get("metadata", {}).get("facts", []) if start <= f["index"] < end]
     kept = sum(_norm(f["probe"]) in out for f in facts)
+    prose = _norm(prose_of(summary))
+    prose_kept = sum(_norm(f["probe"]) in prose for f in facts)
     probes = real_probes(messages, start, end)
     values = [v for vs in probes.values() for v in vs]
     probes_kept = sum(_norm(v) in out for v in values)
     findings = [f.kind for f in check_drift(inputs["archived"], summary, context_messages=messages)] if summary else []
     lang_ok = bool(summary) and summary_language(summary) == inputs["language"]
     return Score(
-        kept, len(facts), probes_kept, len(values), findings, lang_ok, repeated_lines(raw), repeated_lines(summary)
+        kept,
+        len(facts),
+        prose_kept,
+        probes_kept,
+        len(values),
+        findings,
+        lang_ok,
+        repeated_lines(raw),
+        repeated_lines(summary),
     )
 
 
@@ -502,6 +521,7 @@ def compare(answers: list[dict[str, Any]]) -> None:
         "answers w/ rep",
         "repeat final",
         "facts kept",
+        "facts in prose",
         "probes kept",
         "findings",
         "mean s",
@@ -530,6 +550,8 @@ def compare(answers: list[dict[str, Any]]) -> None:
                 rows["answers w/ rep"].append(f"{sum(s.repeated_raw > 0 for s in scores)}/{len(scores)}")
                 rows["repeat final"].append(str(sum(s.repeated_summary for s in scores)))
                 rows["facts kept"].append(f"{fk[0]}/{fk[1]}" + (f" {fk[0] / fk[1]:.0%}" if fk[1] else ""))
+                fp = sum(s.prose_kept for s in scores)
+                rows["facts in prose"].append(f"{fp}/{fk[1]}" + (f" {fp / fk[1]:.0%}" if fk[1] else ""))
                 rows["probes kept"].append(f"{pk[0]}/{pk[1]}" + (f" {pk[0] / pk[1]:.0%}" if pk[1] else ""))
                 rows["findings"].append(str(sum(len(s.findings) for s in scores)))
                 rows["mean s"].append(f"{sum(a['latency_s'] for a in ok) / max(1, len(ok)):.1f}")
@@ -550,6 +572,12 @@ def main() -> int:
     parser.add_argument("--install-only", action="store_true", help="install into the cache and stop")
     parser.add_argument("--serve", metavar="MODEL", help="only serve MODEL (for the console) until Ctrl-C")
     parser.add_argument("--port", type=int, help="with --serve: the port (default: a free one)")
+    parser.add_argument(
+        "--threads", type=int, default=2, help="the server's --n_threads (default: 2; 1 is faster on a busy machine)"
+    )
+    parser.add_argument(
+        "--threads-batch", type=int, default=2, help="the server's --n_threads_batch (prompt, default: 2)"
+    )
     parser.add_argument("--compare", action="store_true", help="legacy vs current prompt, from the saved answers")
     parser.add_argument("--table", action="store_true", help="the per-model, per-window table of the saved answers")
     parser.add_argument("--list", action="store_true", help="print the cases of each model's plan")
@@ -580,7 +608,14 @@ def main() -> int:
             print(f"installed in {cache}: {python}, " + ", ".join(str(p) for p in paths.values()))
             return 0
         if args.serve:
-            with serve(python, paths[args.serve], cache / "logs" / f"{args.serve}.log", port=args.port) as url:
+            with serve(
+                python,
+                paths[args.serve],
+                cache / "logs" / f"{args.serve}.log",
+                port=args.port,
+                threads=args.threads,
+                threads_batch=args.threads_batch,
+            ) as url:
                 print(f"OPENAI_BASE_URL={url}  (model name: {args.serve}); Ctrl-C stops it", flush=True)
                 while True:
                     time.sleep(3600)
@@ -598,7 +633,8 @@ def main() -> int:
             todo = todo[: args.limit] if args.limit is not None else todo
             print(f"\n{m}: {len(todo)} answers to ask, {len(jobs) - len(todo)} already saved", flush=True)
             if todo:
-                with serve(python, paths[m], cache / "logs" / f"{m}.log") as url:
+                log = cache / "logs" / f"{m}.log"
+                with serve(python, paths[m], log, threads=args.threads, threads_batch=args.threads_batch) as url:
                     for n, (case, prompt) in enumerate(todo, 1):
                         a = run_case(case, prompt, m, url)
                         status = f"ERROR {a['error']}" if a["error"] else f"{a['output_tokens']} tokens out"
