@@ -81,6 +81,10 @@ MAX_ANSWER_TOKENS = 768
 SERVER_ARGS = ["--n_ctx", "16384", "--logits_all", "false"]
 
 
+class NotCompressed(RuntimeError):
+    """The pipeline compressed the case without a summary (by pruning alone): no answer to save."""
+
+
 class InstallError(RuntimeError):
     """Something in the cache is missing or wrong; the message says what to do."""
 
@@ -304,12 +308,19 @@ class Case:
         return cls(m["s"], m["w"], m["f"])
 
 
+#: (session, window) the pipeline compresses by pruning alone (no archive, no summary: nothing to ask a model):
+#: their long logs collapse under the trigger; such a case is left out (the 32k window still has them)
+PRUNED_ONLY = {("en_ops_deploy", "16k"), ("zh_ops_deploy", "8k")}
+#: where a focus case falls in PRUNED_ONLY, the other small window stands in
+_OTHER = {"8k": "16k", "16k": "8k"}
+
+
 def _plain(window: str) -> list[Case]:
-    return [Case(s, window) for s in SESSION_KEYS]
+    return [Case(s, window) for s in SESSION_KEYS if (s, window) not in PRUNED_ONLY]
 
 
 def _focused(window: str, sessions: tuple[str, ...] = SESSION_KEYS) -> list[Case]:
-    return [Case(s, window, FOCUS[s][0]) for s in sessions]
+    return [Case(s, _OTHER[window] if (s, window) in PRUNED_ONLY else window, FOCUS[s][0]) for s in sessions]
 
 
 def plan(model: str) -> list[tuple[Case, str]]:
@@ -320,14 +331,14 @@ def plan(model: str) -> list[tuple[Case, str]]:
         jobs += [(c, new) for c in _focused("16k")]
         jobs += [(c, new) for c in _focused("8k", ("en_coding_refactor", "zh_ops_deploy"))]
         jobs += [(c, p) for p in (new, old) for c in _plain("32k")]
-        return jobs
-    jobs = [(c, new) for w in ("8k", "16k") for c in _plain(w)]
-    jobs += [(c, old) for c in _plain("16k")]
+        return list(dict.fromkeys(jobs))
+    jobs = [(c, p) for c in _plain("8k") for p in (new, old)]
+    jobs += [(c, new) for c in _plain("16k")]
     jobs += [
         (c, new)
         for c in _focused("16k", ("en_coding_refactor", "zh_coding_refactor", "en_ops_deploy", "zh_ops_deploy"))
     ]
-    return jobs
+    return list(dict.fromkeys(jobs))
 
 
 def load(case: Case) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -365,7 +376,7 @@ def run_case(case: Case, prompt: str, model: str, base_url: str) -> dict[str, An
     result = Compressor(config, summarizer).compress(messages, focus_topic=case.topic)
     elapsed = time.perf_counter() - started
     if result.archive is None:
-        raise SystemExit(f"{case.name}: the pipeline did not compress ({result.warning_codes()})")
+        raise NotCompressed(f"{case.name}: the pipeline did not compress ({', '.join(result.warning_codes())})")
     _write(
         RUNS / "inputs" / f"{case.name}.json",
         {
@@ -636,7 +647,11 @@ def main() -> int:
                 log = cache / "logs" / f"{m}.log"
                 with serve(python, paths[m], log, threads=args.threads, threads_batch=args.threads_batch) as url:
                     for n, (case, prompt) in enumerate(todo, 1):
-                        a = run_case(case, prompt, m, url)
+                        try:
+                            a = run_case(case, prompt, m, url)
+                        except NotCompressed as exc:
+                            print(f"  [{n}/{len(todo)}] skipped: {exc}", flush=True)
+                            continue
                         status = f"ERROR {a['error']}" if a["error"] else f"{a['output_tokens']} tokens out"
                         print(f"  [{n}/{len(todo)}] {case.name}__{prompt}: {a['latency_s']:.1f}s, {status}", flush=True)
             print_table(
