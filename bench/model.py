@@ -419,10 +419,14 @@ def run_case(case: Case, prompt: str, model: str, base_url: str) -> dict[str, An
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
+_PINNED_LINE = re.compile(r"^\s*[-*]?\s*\[(?:constraint|approval|path|identifier|error|command|decision)\]")
+
+
 def prose_of(summary: str) -> str:
-    """The model's part of a summary: no headings, no pinned facts."""
+    """The model's own part of a summary: no headings, no pinned facts, no copies of pinned-fact lines."""
     text = summary.split(PINNED_HEADING)[0]
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    lines = text.splitlines()
+    return "\n".join(line for line in lines if not line.lstrip().startswith("#") and not _PINNED_LINE.match(line))
 
 
 def repeated_lines(text: str) -> int:
@@ -533,6 +537,8 @@ def compare(answers: list[dict[str, Any]]) -> None:
         "repeat final",
         "facts kept",
         "facts in prose",
+        "  en sessions",
+        "  zh sessions",
         "probes kept",
         "findings",
         "mean s",
@@ -563,6 +569,10 @@ def compare(answers: list[dict[str, Any]]) -> None:
                 rows["facts kept"].append(f"{fk[0]}/{fk[1]}" + (f" {fk[0] / fk[1]:.0%}" if fk[1] else ""))
                 fp = sum(s.prose_kept for s in scores)
                 rows["facts in prose"].append(f"{fp}/{fk[1]}" + (f" {fp / fk[1]:.0%}" if fk[1] else ""))
+                for lang in ("en", "zh"):
+                    part = [s for a, s in zip(ok, scores, strict=True) if a["case"].startswith(lang + "_")]
+                    k, t = sum(s.prose_kept for s in part), sum(s.facts_total for s in part)
+                    rows[f"  {lang} sessions"].append(f"{k}/{t}" + (f" {k / t:.0%}" if t else ""))
                 rows["probes kept"].append(f"{pk[0]}/{pk[1]}" + (f" {pk[0] / pk[1]:.0%}" if pk[1] else ""))
                 rows["findings"].append(str(sum(len(s.findings) for s in scores)))
                 rows["mean s"].append(f"{sum(a['latency_s'] for a in ok) / max(1, len(ok)):.1f}")
