@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint install messages clean
+.PHONY: run test lint install messages clean bench-model
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ lint: $(STAMP)
 messages: $(STAMP)
 	$(BIN)/python manage.py makemessages -l zh_Hans --ignore=.venv --ignore=tests --ignore=bench
 	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv
+
+## bench-model: a real local model in the loop (llama-cpp-python + Qwen2.5-Coder GGUF, cached; slow, not in `make test`)
+bench-model: $(STAMP)
+	$(BIN)/python bench/model.py $(ARGS)
 
 clean:
 	rm -rf var artifacts staticfiles
