@@ -282,7 +282,10 @@ def bulk_update(
     else:
         raise InvalidInput(f"unknown action {action!r}; one of: {', '.join(BULK_ACTIONS)}")
     with transaction.atomic():
-        cases = {c.pk: c for c in DriftCase.objects.select_for_update().filter(pk__in=ids).select_related("assignee")}
+        cases = {
+            c.pk: c
+            for c in DriftCase.objects.select_for_update(of=("self",)).filter(pk__in=ids).select_related("assignee")
+        }
         missing = [pk for pk in ids if pk not in cases]
         if missing:
             raise NotFound(f"no drift case {', '.join(f'#{pk}' for pk in missing)}")

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..display import may_reveal
+from ..masking import mask_text
 from ..models import CompressionRun, DriftCase, Session, Summary
 from ..services.dashboard import (
     CASE_STATUSES,
@@ -44,14 +45,19 @@ STATUS_CHOICES = CompressionRun.Status.choices
 EXPORT_CHOICES = 200
 
 
-def _key(row: tuple[int, str]) -> str:
-    return row[1]
+def export_choices() -> list[tuple[int, str]]:
+    """(pk, key as shown) of the sessions updated most recently, by shown key; secrets in keys masked."""
+    rows = Session.objects.order_by("-updated_at").values_list("pk", "key", "masked_key")[:EXPORT_CHOICES]
+    return sorted(((pk, masked or key) for pk, key, masked in rows), key=lambda row: row[1])
 
 
 def runs_url(**params: str) -> str:
-    """The runs behind a bar: ``/dashboard/runs/?day=2026-12-02&status=failed`` (empty values left out)."""
+    """The runs behind a bar: ``/dashboard/runs/?day=2026-12-02&status=failed`` (empty values left out).
+
+    Values are masked like any text a page shows: a link is output too (a model name can hold a secret).
+    """
     query = QueryDict(mutable=True)
-    query.update({k: v for k, v in params.items() if v})
+    query.update({k: mask_text(v) for k, v in params.items() if v})
     return f"{reverse('dashboard_runs')}?{query.urlencode()}" if query else reverse("dashboard_runs")
 
 
@@ -183,7 +189,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "problems_url": runs_url(status="failed"),
         "degraded_url": runs_url(status="degraded"),
         # the export form offers the sessions updated most recently, by key (every session has its own URL too)
-        "sessions": sorted(Session.objects.order_by("-updated_at").values_list("pk", "key")[:EXPORT_CHOICES], key=_key),
+        # (masked: the keys are shown as Session.masked_key stores them, like every list of sessions)
+        "sessions": export_choices(),
         "may_reveal": may_reveal(request.user),
     }
     ctx.update(daily_charts(metrics))

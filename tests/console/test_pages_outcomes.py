@@ -56,7 +56,7 @@ def test_the_run_page_does_not_claim_savings_of_a_result_that_was_not_applied(as
     html = html_of(as_viewer.get(reverse("run", args=[run.pk])))
     stages_html = html[html.index('id="stages-title"') :]
     assert 'id="stages-not-applied"' in html and "Nothing was saved." in html
-    assert 'tokens it would have saved</span> <span class="mono">519976' in stages_html
+    assert 'tokens it would have saved</span> <span class="mono">519,976' in stages_html
     assert '<span class="muted">tokens saved</span>' not in stages_html
     assert "would have pruned" in stages_html
     assert "0 saved (0.0%)" in html  # the size box and the stages now agree
