@@ -504,7 +504,14 @@ def _normalize(text: str) -> str:
 
 
 def _terms(text: str) -> tuple[set[str], set[str]]:
-    """(all key terms, the identifier-like ones among them) of ``text``."""
+    """(all key terms, the identifier-like ones among them) of ``text``: fresh sets the caller may change."""
+    terms, anchors = _cached_terms(text)
+    return set(terms), set(anchors)
+
+
+@lru_cache(maxsize=16_384)
+def _cached_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    # the checks compare every summary sentence with every statement of a long history: each text is parsed once
     text = _CUE_STRIP_ZH.sub(" ", _CUE_STRIP.sub(" ", _normalize(text)))
     terms: set[str] = set()
     anchors: set[str] = set()
@@ -532,7 +539,7 @@ def _terms(text: str) -> tuple[set[str], set[str]]:
             for run in _CJK_SPLIT.split(token):
                 terms.update(run)
                 terms.update(run[i : i + 2] for i in range(len(run) - 1))
-    return terms, anchors
+    return frozenset(terms), frozenset(anchors)
 
 
 def key_terms(text: str) -> set[str]:
@@ -1124,7 +1131,11 @@ def _cross(a: str, b: str) -> bool:
 
 def _x_about(needle: frozenset[str], s: _Statement) -> bool:
     """A sentence in the other language about the statement whose bridge terms are ``needle``."""
-    common = needle & _hay(s.text)
+    return _x_about_text(needle, s.text)
+
+
+def _x_about_text(needle: frozenset[str], text: str) -> bool:
+    common = needle & _hay(text)
     return len(common) >= min(2, len(needle)) and _overlap(set(needle), set(common)) >= MATCH
 
 
@@ -1626,6 +1637,7 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
     concepts ("连接 10.0.3.17:6379 被拒绝"). A note (low): the pinned facts usually keep them."""
     findings = []
     seen: set[str] = set()
+    lines = summary.splitlines()
     for index, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") != "tool":
             continue
@@ -1641,10 +1653,8 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
             # by a name of its own: "KeyError" alone does not say which KeyError
             if any(k in summary for k in specific or keys):
                 continue
-            needle = _needle(line) - {"1"}
-            if len(needle) >= 2 and any(
-                _x_about(frozenset(needle), _summary_sentence(s)) for s in summary.splitlines()
-            ):
+            needle = frozenset(_needle(line) - {"1"})
+            if len(needle) >= 2 and any(_x_about_text(needle, s) for s in lines):
                 continue
             findings.append(
                 DriftFinding(
