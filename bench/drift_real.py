@@ -24,8 +24,9 @@ Scoring:
 - a **faithful summary** is a labelled answer with no labelled error; it is noisy with one false alarm.
 
 Held-out answers are those with ``int(sha256(answer_id)[:8], 16) % 3 == 0``; nothing in the detector is
-tuned on them. The split is printed separately; the targets are asserted in
-``tests/compression/test_drift_real.py``.
+tuned on them. A label's ``round`` (default 1) says when it was made; held-out answers of round 2 and later are
+also reported alone: they were labelled after the detector changes they are scored against. The split is
+printed separately; the targets are asserted in ``tests/compression/test_drift_real.py``.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ class Scored:
     split: str
     items: list[dict[str, Any]]
     findings: list[DriftFinding]
+    #: the labelling round (1: before 2026-12-03): a held-out answer of a later round was labelled after the
+    #: detector changes it is scored against, so nobody could have looked at it while making them
+    round: int = 1
     #: item index -> indexes of the findings that catch it
     caught: dict[int, list[int]] = field(default_factory=dict)
     #: finding index -> item indexes it points at (any kind)
@@ -206,6 +210,7 @@ def score(runs: Path = RUNS, labels_path: Path = LABELS, split: str = "all") -> 
             part,
             items,
             check_drift(archived, text, context_messages=context) if text else [],
+            int(label.get("round", 1)),
         )
         for f_index, finding in enumerate(scored.findings):
             for i_index, item in enumerate(items):
@@ -340,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     splits = ("dev", "heldout") if args.split == "all" else (args.split,)
     for part in splits:
         report([s for s in scored if s.split == part], f"split={part}", args.verbose)
+        for n in sorted({s.round for s in scored if s.split == part} - {1}):
+            report([s for s in scored if s.split == part and s.round == n], f"split={part} round={n}", False)
         for model in sorted({s.model for s in scored if s.split == part}):
             report([s for s in scored if s.split == part and s.model == model], f"split={part} model={model}", False)
     return 0

@@ -338,6 +338,9 @@ def plan(model: str) -> list[tuple[Case, str]]:
         (c, new)
         for c in _focused("16k", ("en_coding_refactor", "zh_coding_refactor", "en_ops_deploy", "zh_ops_deploy"))
     ]
+    # the support sessions' focus cases and the large window (prompts of 10-14k tokens, 2-3 minutes each) last
+    jobs += [(c, new) for c in _focused("16k", ("en_support_airline", "zh_support_retail"))]
+    jobs += [(c, new) for c in _plain("32k")]
     return list(dict.fromkeys(jobs))
 
 

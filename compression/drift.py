@@ -106,6 +106,7 @@ DETAILS: dict[str, str] = {
     "wrong_speaker": "the summary puts a statement in the wrong mouth (user / assistant)",
     "error_misplaced": "the summary places an error where it did not happen",
     "user_did_not": "the summary says the user did what the agent did",
+    "identifier_mistyped": "the summary calls an identifier something it is not (an order for a user id)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
     "tests_never_run": "the summary says the tests passed; no test run is in the originals",
@@ -1782,6 +1783,99 @@ def _near(text: str, a: str, b: str, span: int = 2) -> bool:
     return any(b in line for i in at for line in lines[max(0, i - span) : i + span + 1])
 
 
+#: what an identifier is: (role, English words, Chinese words). Roles that people use for one another (an airline
+#: "booking" is a "reservation", a retail "order" may be called either) share a role.
+_ROLES = (
+    ("order", r"orders?|reservations?|bookings?", "订单|预订|预约"),
+    ("ticket", r"tickets?|cases?|issues?", "工单"),
+    ("user", r"users?|usernames?|customers?|accounts?|members?|passengers?", "用户|客户|账号|账户|会员|乘客"),
+    ("item", r"items?|products?|skus?", "商品|物品|货品|产品"),
+    ("flight", r"flights?", "航班"),
+    ("payment", r"payments?|payment\s+methods?|cards?", "支付方式|付款方式|支付|卡"),
+    ("staff", r"sales(?:person|man|woman)?|employees?|staff|sellers?|clerks?", "销售员|销售|员工|店员|客服"),
+)
+_ROLE_OF_WORD = [(role, re.compile(rf"(?:{en})$", re.I), re.compile(rf"(?:{zh})$")) for role, en, zh in _ROLES]
+_ROLE_WORDS = "|".join(f"{en}|{zh}" for _, en, zh in _ROLES)
+#: a role word right before an identifier: "order #W5823417", "user id: li_wei_3391", "the return flight ID is X"
+_ROLE_BEFORE = re.compile(
+    rf"(?P<role>{_ROLE_WORDS})[\s`'\"*]*(?:(?:id|ids|number|no\.?|ref(?:erence)?|code|编号|号码?|ID)[\s`'\"*]*)?"
+    r"(?:(?:is|was|:|：|=|为|是)[\s`'\"*]*)?(?:the\s+)?#?$",
+    re.I,
+)
+#: an identifier said to be something: "`W7730285` 是工单 ID", "li_wei_3391 is the order number"
+_ROLE_AFTER = re.compile(
+    r"^[`'\"*]*\s*(?:is|was|are|是|为|作为)\s*(?:the\s+|a\s+|an\s+|its\s+|their\s+|his\s+|her\s+)?"
+    rf"(?P<phrase>[^\n,.;，。；:：()（）]{{0,24}}?)(?P<role>{_ROLE_WORDS})\s*(?:id|ID|number|编号|号码?)?"
+    r"(?=[\s`'\"*]*(?:$|[\n,.;，。；:：()（）]))",
+    re.I,
+)
+#: a JSON key naming what its value is: order_id for "#W5823417", item_ids for ["6117428830"]
+_ROLE_KEY = re.compile(r'"(?P<key>[A-Za-z]+)_(?:id|ids|number|no)"\s*:\s*(?P<value>\[[^\]]{0,400}\]|"[^"]{1,80}")')
+
+
+def _role_of(word: str) -> str | None:
+    for role, en, zh in _ROLE_OF_WORD:
+        if en.search(word) or zh.search(word):
+            return role
+    return None
+
+
+def _roles_in(text: str, ident: str) -> set[str]:
+    """What ``text`` calls ``ident`` where it names it: a role word just before it, or "ident is a <role>"."""
+    roles = set()
+    for m in re.finditer(rf"(?<![\w]){re.escape(ident)}(?![\w])", text):
+        before = _ROLE_BEFORE.search(text[max(0, m.start() - 40) : m.start()])
+        if before:
+            roles.add(_role_of(before.group("role")))
+        after = _ROLE_AFTER.match(text[m.end() : m.end() + 60])
+        # the head noun is the last role word: "用户名下订单编号" is an order number
+        if after and not re.search(r"\b(?:of|for|from|in|by|with)\b|的|下|里|中", after.group("phrase")):
+            roles.add(_role_of(after.group("role")))
+    roles.discard(None)
+    return roles  # type: ignore[return-value]
+
+
+def _original_roles(messages: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
+    """Identifier -> the roles the originals give it (by the words around it and by the JSON keys it sits under)."""
+    corpus = _corpus(m for m in messages if isinstance(m, dict) and not is_summary_message(m))
+    roles: dict[str, set[str]] = {}
+    for m in _ROLE_KEY.finditer(corpus):
+        role = _role_of(m.group("key"))
+        if role:
+            for ident in re.findall(r'"#?([^"]{3,80})"', m.group("value")):
+                roles.setdefault(ident, set()).add(role)
+    for ident in set(_STRONG_ID.findall(corpus)) | {i.lstrip("#") for i in _LONG_NUMBER.findall(corpus)}:
+        found = _roles_in(corpus, ident)
+        if found:
+            roles.setdefault(ident, set()).update(found)
+    return roles
+
+
+def _check_roles(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
+    """An identifier called something it is not: a user id as an order number, an order as a ticket, a
+    reservation as a flight ("销售员 ID: li_wei_3391" for the customer's user id)."""
+    known = _original_roles(messages)
+    findings = []
+    for raw in prose_text.splitlines():
+        line = raw.strip()
+        for ident, roles in known.items():
+            if ident not in line:
+                continue
+            said = _roles_in(line, ident)
+            if said and not said & roles:
+                findings.append(
+                    DriftFinding(
+                        "wrong_attribution",
+                        "medium",
+                        {"original": f"{ident}: {', '.join(sorted(roles))}", "summary": line},
+                        None,
+                        "identifier_mistyped",
+                    )
+                )
+                break
+    return findings
+
+
 def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
     """An error placed where it did not happen ("KeyError in `fmt_money`" when the KeyError came from
     test_currency.py), and an action of the agent put on the user ("the user has added a test")."""
@@ -2378,6 +2472,7 @@ def check_drift(
     findings += _check_tool_errors(original_messages, summary_text)
     findings += _check_attribution(original_messages, checked)
     findings += _check_placement(original_messages, prose_text)
+    findings += _check_roles(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))

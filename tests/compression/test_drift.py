@@ -877,3 +877,41 @@ def test_an_error_with_swapped_identifiers_is_misplaced() -> None:
     assert [(f.kind, f.code, f.source_index) for f in wrong] == [("wrong_attribution", "error_misplaced", 1)]
     right = check_drift(messages, "- Error: item 8823019934 not found in order #W5823417; returned 6117428830.")
     assert "wrong_attribution" not in kinds(right)
+
+
+class TestIdentifierRoles:
+    """An identifier called something it is not (real model output: "`W7730285` 是工单 ID", "销售员 ID:
+    li_wei_3391", "The return flight ID is K1NW8N")."""
+
+    RETAIL = [
+        user("我是 li_wei_3391，订单 #W7730285 的物流好几天没动了。"),
+        call("c1", "get_order_details", {"order_id": "#W7730285"}),
+        result("c1", '{"order_id": "#W7730285", "user_id": "li_wei_3391", "status": "processed"}'),
+        call("c2", "create_ticket", {"user_id": "li_wei_3391", "topic": "物流滞留"}),
+        result("c2", '{"ticket_id": "D-0"}'),
+    ]
+    AIRLINE = [
+        user("My user id is sofia_kim_7287. My friend's reservation K1NW8N had a cancelled flight."),
+        call("c1", "get_reservation_details", {"reservation_id": "K1NW8N"}),
+        result("c1", '{"reservation_id": "K1NW8N", "flights": [{"flight_number": "HAT277"}]}'),
+    ]
+
+    def test_an_order_called_a_ticket_and_a_user_called_staff(self) -> None:
+        for summary in ("- `W7730285` 是工单 ID。", "- 销售员 ID: li_wei_3391"):
+            found = [(f.kind, f.code) for f in check_drift(self.RETAIL, summary) if f.kind == "wrong_attribution"]
+            assert found == [("wrong_attribution", "identifier_mistyped")], summary
+
+    def test_a_reservation_called_a_flight(self) -> None:
+        found = check_drift(self.AIRLINE, "- The return flight ID is K1NW8N.")
+        assert ("wrong_attribution", "identifier_mistyped") in [(f.kind, f.code) for f in found]
+
+    def test_right_roles_and_shared_names_are_no_finding(self) -> None:
+        fine = (
+            "- 用户 li_wei_3391 的订单 #W7730285 物流滞留，已开工单 D-0。",
+            "- Order W7730285 is stuck; the customer li_wei_3391 asked about it.",
+        )
+        for summary in fine:
+            assert "identifier_mistyped" not in [f.code for f in check_drift(self.RETAIL, summary)], summary
+        # an airline booking is a reservation; "the user's reservation" names the owner, not the id
+        for summary in ("- Booking K1NW8N: HAT277 was cancelled.", "- The user's reservation K1NW8N."):
+            assert "identifier_mistyped" not in [f.code for f in check_drift(self.AIRLINE, summary)], summary
