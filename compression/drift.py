@@ -92,6 +92,7 @@ DETAILS: dict[str, str] = {
     "pinned_unsourced": "a pinned constraint or approval that is not in the originals",
     "user_identifier_missing": "an identifier the user gave is not in the summary",
     "assistant_identifier_missing": "an identifier the assistant reported is not in the summary",
+    "tool_identifier_missing": "a digest or commit a short tool result returned is not in the summary",
     "identifier_unsourced": "an identifier that appears nowhere in the originals",
     "number_unsourced": "a number that appears nowhere in the originals",
     "limit_number_unsourced": "a number in a limit that appears nowhere in the originals",
@@ -295,7 +296,7 @@ _STRONG_ID = re.compile(
     r"|\b[A-Z]{1,3}\d{6,}\b"  # order, booking reference
     r"|\b[A-Z]-\d{2,5}\b"  # room
     r"|\bv\d+(?:\.\d+){1,3}\b|\b\d+\.\d+\.\d+\b"  # version
-    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"  # hash
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}\b"  # hash (a git sha, a sha256 digest)
     r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # error code / constant: PAY_TIMEOUT_3012
     r"|\bE(?:CONN|ADDR|HOST|NET|NO|TIMED|ACCES|PERM|PIPE|EXIST|RESOLVE)[A-Z]*\b",  # errno: ECONNRESET
     re.ASCII,
@@ -1413,6 +1414,12 @@ _ACK_WORDS = frozenset(
 )
 
 
+def _beyond_names(needle: frozenset[str], text: str) -> bool:
+    """Whether ``text`` shares with ``needle`` more than the words of the identifiers and paths it names."""
+    names = _identifiers(text) | set(find_paths(text))
+    return bool(needle & _hay(text) - _hay(" ".join(names))) if names else True
+
+
 def _grants(s: _Statement) -> bool:
     """A clause of ``s`` states the approval ("approved, but not executed yet": the wait is for something else)."""
     return len(_whole(s)) > 1 and any(_is_approval(c.text) and not _PENDING.search(c.text) for c in _whole(s))
@@ -1424,7 +1431,8 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     own = a.core or a.terms
     about = [s for s in prose if _overlap(a.terms, s.terms) >= MATCH or _overlap(own, s.terms) >= INVERT_MATCH]
     needle = _needle(a.text)
-    other = [s for s in prose if _cross(a.text, s.text) and _x_about(needle, s)]
+    # a line that only names the approved thing ("- migrations/0057_split_orders.sql") keeps no approval
+    other = [s for s in prose if _cross(a.text, s.text) and _x_about(needle, s) and _beyond_names(needle, s.text)]
     # the same language, by concept too: "run a migration on staging" is about "approve running 0042_add_index"
     other += [s for s in prose if not _cross(a.text, s.text) and len(needle) >= 3 and _x_about(needle, s)]
     if a.text not in summary and not _PENDING.search(a.text):
@@ -1569,12 +1577,30 @@ def _rooted(path: str, corpus: str) -> bool:
     return False
 
 
+#: a tool result this short is one answer, not a log to skim: the digest or commit it returned is what was asked
+_SHORT_RESULT = 160
+_DIGEST = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{12,64}\b")
+
+
 def _check_identifiers(
     messages: Sequence[dict[str, Any]], constraints: list[_Statement], summary: str, corpus: str
 ) -> list[DriftFinding]:
     findings = []
     in_constraints = {i for c in constraints for i in _identifiers(c.text)}
     for index, m in enumerate(messages):
+        if isinstance(m, dict) and m.get("role") == "tool" and len(content_text(m).strip()) <= _SHORT_RESULT:
+            # a short result is the answer to its call ("sha256:4b8e…" for "look at the image digest"): a note
+            for ident in sorted(set(_DIGEST.findall(content_text(m)))):
+                if not _is_in(ident, summary):
+                    findings.append(
+                        DriftFinding(
+                            "identifier_missing",
+                            "low",
+                            {"original": ident, "summary": ""},
+                            index,
+                            "tool_identifier_missing",
+                        )
+                    )
         if not isinstance(m, dict) or is_summary_message(m) or m.get("role") not in ("user", "assistant"):
             continue
         # what users gave, and the tickets/versions/error codes the assistant reported (tool output is not read)

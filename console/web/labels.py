@@ -255,6 +255,7 @@ DETAILS: dict[str, Label] = {
     "pinned_unsourced": gettext_lazy("a pinned constraint or approval that is not in the originals"),
     "user_identifier_missing": gettext_lazy("an identifier the user gave is not in the summary"),
     "assistant_identifier_missing": gettext_lazy("an identifier the assistant reported is not in the summary"),
+    "tool_identifier_missing": gettext_lazy("a digest or commit a short tool result returned is not in the summary"),
     "identifier_unsourced": gettext_lazy("an identifier that appears nowhere in the originals"),
     "number_unsourced": gettext_lazy("a number that appears nowhere in the originals"),
     "limit_number_unsourced": gettext_lazy("a number in a limit that appears nowhere in the originals"),

@@ -915,3 +915,29 @@ class TestIdentifierRoles:
         # an airline booking is a reservation; "the user's reservation" names the owner, not the id
         for summary in ("- Booking K1NW8N: HAT277 was cancelled.", "- The user's reservation K1NW8N."):
             assert "identifier_mistyped" not in [f.code for f in check_drift(self.AIRLINE, summary)], summary
+
+
+def test_an_approval_is_not_kept_by_a_line_that_only_names_its_object() -> None:
+    """Real 0.5B output listed "migrations/0057_split_orders.sql" under files and dropped the approval."""
+    messages = [user("我批准在预发环境执行迁移 0057_split_orders。")]
+    dropped = check_drift(messages, "## Files and identifiers\n- migrations/0057_split_orders.sql")
+    assert ("constraint_dropped", "approval_lost") in [(f.kind, f.code) for f in dropped]
+    kept = check_drift(messages, "- The user approved running migration 0057_split_orders on staging.")
+    assert "constraint_dropped" not in kinds(kept)
+
+
+def test_a_digest_a_short_tool_result_returned_is_noted_when_missing() -> None:
+    digest = "sha256:4b8e2d7f1c9a0e3b5d6f7a8c9e0b1d2f3a4c5e6f7b8d9e0a1c2b3d4e5f6a7b8c"
+    messages = [
+        user("先看看镜像 digest。"),
+        {"role": "assistant", "content": None, "tool_calls": [_digest_call()]},
+        {"role": "tool", "tool_call_id": "d1", "content": digest},
+    ]
+    missing = [f for f in check_drift(messages, "- 已查看镜像。") if f.code == "tool_identifier_missing"]
+    assert [(f.severity, f.source_index) for f in missing] == [("low", 2)]
+    assert not [f for f in check_drift(messages, f"- 镜像 digest 是 {digest}。") if f.code == "tool_identifier_missing"]
+
+
+def _digest_call() -> dict:
+    arguments = json.dumps({"command": "crane digest registry/order-service:3.2.0"})
+    return {"id": "d1", "type": "function", "function": {"name": "terminal", "arguments": arguments}}
