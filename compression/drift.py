@@ -67,6 +67,7 @@ from .facts import (
     windowed,
 )
 from .messages import call_arguments, content_text
+from .prompt import PROMPTS
 from .summary_message import is_summary_message, parse_summary_message
 
 DRIFT_KINDS = (
@@ -107,6 +108,7 @@ DETAILS: dict[str, str] = {
     "wrong_speaker": "the summary puts a statement in the wrong mouth (user / assistant)",
     "error_misplaced": "the summary places an error where it did not happen",
     "user_did_not": "the summary says the user did what the agent did",
+    "instruction_copied": "the summary copies the summarizer's own rules as if they were the session's",
     "identifier_mistyped": "the summary calls an identifier something it is not (an order for a user id)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
@@ -1452,8 +1454,9 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
 
 
 _NO_RULES = re.compile(
-    r"\bpinned\s+facts\b|\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?(?:constraints?|preferences?|rules?)\b"
-    r"|没有(?:特别的|具体的|明确的|其他)?(?:约束|限制|要求)",
+    r"\bpinned\s+facts\b|\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?"
+    r"(?:constraints?|preferences?|rules?|prohibitions?|limits?|approvals?|instructions?)\b"
+    r"|没有(?:特别的|具体的|明确的|其他)?(?:约束|限制|要求|禁止|批准)",
     re.I,
 )
 
@@ -1900,6 +1903,37 @@ def _check_roles(messages: Sequence[dict[str, Any]], prose_text: str) -> list[Dr
                 )
                 break
     return findings
+
+
+@lru_cache(maxsize=1)
+def _instruction_rules() -> tuple[frozenset[str], ...]:
+    """The key terms of each rule of every summarizer prompt (all versions and languages), for
+    :func:`_copies_instructions`."""
+    rules = []
+    for templates in PROMPTS.values():
+        for text in templates.system.values():
+            for block in re.split(r"\n(?=- )|\n\n", text):
+                for sentence in re.split(r"(?<=[.。；;])\s*", block):
+                    terms = frozenset(_content_words(sentence))
+                    if len(terms) >= 3:
+                        rules.append(terms)
+    return tuple(rules)
+
+
+#: share of a summary line's content terms that one prompt rule must hold for the line to be a copy of it
+COPIED = 0.7
+
+
+def _copies_instructions(text: str, corpus_terms: frozenset[str]) -> bool:
+    """Whether a summary line restates the summarizer's own rules ("Never turn a prohibition into an
+    instruction", "按用户的原话写禁止和长期要求") rather than anything said in the session: small models copy
+    them under "Constraints" as if the user had said them."""
+    terms = _content_words(text)
+    # "No prohibition, limit, approval ... of the user": the model says there is none, in the prompt's words
+    if len(terms) < 3 or re.match(r"\W*(?:no|none|nothing)\b|\W*(?:没有|无)", text, re.I):
+        return False
+    best = max((len(terms & rule) for rule in _instruction_rules()), default=0)
+    return best >= 3 and best >= COPIED * len(terms) and best > len(terms & corpus_terms)
 
 
 def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
@@ -2464,10 +2498,17 @@ def check_drift(
     if not summary_text:
         return []
     prose_text, pinned = _split_summary(summary_text)
-    prose = _prose_sentences(prose_text)
-    constraints, approvals = _user_statements(original_messages)
     corpus = _corpus(original_messages)
-    findings: list[DriftFinding] = []
+    corpus_terms = frozenset(key_terms(corpus))
+    # the summarizer's own rules copied into the summary are an invented rule, and no evidence of anything else
+    findings: list[DriftFinding] = [
+        DriftFinding("constraint_fabricated", "medium", {"original": "", "summary": s.text}, None, "instruction_copied")
+        for s in _prose_sentences(prose_text)
+        if _copies_instructions(s.text, corpus_terms)
+    ]
+    copied = {f.evidence["summary"] for f in findings}
+    prose = [s for s in _prose_sentences(prose_text) if s.text not in copied]
+    constraints, approvals = _user_statements(original_messages)
     # a prose sentence quoting a user's own constraint or approval verbatim (a kept user turn) is no
     # evidence against another one: "No function may be longer than 50 lines." does not break "under 50"
     quoted = [st.text for st in constraints + approvals if len(st.text) >= 8]

@@ -941,3 +941,21 @@ def test_a_digest_a_short_tool_result_returned_is_noted_when_missing() -> None:
 def _digest_call() -> dict:
     arguments = json.dumps({"command": "crane digest registry/order-service:3.2.0"})
     return {"id": "d1", "type": "function", "function": {"name": "terminal", "arguments": arguments}}
+
+
+def test_the_summarizers_own_rules_copied_into_a_summary_are_an_invented_rule() -> None:
+    """Small models copy the prompt's rules under "Constraints" (real 0.5B output, both languages)."""
+    messages = [user("帮我退掉 #W5823417 里的键盘。"), assistant("好的，已提交退货。")]
+    summary = (
+        "## Constraints and preferences\n"
+        '- 用户提出的每条禁止、限制、批准和长期要求（每次修改后要跑的命令、"最多 N 次"之类的限制），按用户的原话写。\n'
+        '- Never turn a prohibition into an instruction, never drop a "not", never invent an approval.\n'
+        "- No prohibition, limit, approval and standing instruction of the user."
+    )
+    found = [(f.code, f.evidence["summary"][:8]) for f in check_drift(messages, summary) if f.severity != "low"]
+    assert found == [("instruction_copied", "用户提出的每条禁"), ("instruction_copied", "Never tu")]
+    # the same words said by the user are the user's rule
+    said = [user("每次修改后要跑的命令写下来：pytest -q，最多 3 次重试。")]
+    assert "instruction_copied" not in [
+        f.code for f in check_drift(said, "- 每次修改后要跑的命令：pytest -q，最多 3 次重试。")
+    ]
