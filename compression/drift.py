@@ -108,6 +108,7 @@ DETAILS: dict[str, str] = {
     "wrong_speaker": "the summary puts a statement in the wrong mouth (user / assistant)",
     "error_misplaced": "the summary places an error where it did not happen",
     "user_did_not": "the summary says the user did what the agent did",
+    "log_line_spliced": "a log line quoted in the summary that no log holds (parts of two lines)",
     "instruction_copied": "the summary copies the summarizer's own rules as if they were the session's",
     "identifier_mistyped": "the summary calls an identifier something it is not (an order for a user id)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
@@ -1936,6 +1937,42 @@ def _copies_instructions(text: str, corpus_terms: frozenset[str]) -> bool:
     return best >= 3 and best >= COPIED * len(terms) and best > len(terms & corpus_terms)
 
 
+_TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?")
+_LOG_FIELD = re.compile(r"\b[a-z_]+=[^\s,;|]+|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\b")
+
+
+def _check_log_lines(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
+    """A log line quoted in the summary that no log holds: its timestamp from one line, its level or
+    request id from another ("…14:00:00.590Z ERROR migrate request_id=req-87676 …" where that request was
+    an INFO line at another time). Copying a log line is fine; splicing two is inventing one."""
+    lines = [line for m in messages if isinstance(m, dict) for line in _corpus([m]).splitlines()]
+    findings = []
+    for raw in prose_text.splitlines():
+        stamp = _TIMESTAMP.search(raw)
+        if stamp is None:
+            continue
+        fields = set(_LOG_FIELD.findall(raw[stamp.end() : stamp.end() + 300]))
+        if not fields:
+            continue
+        same_time = [line for line in lines if stamp.group(0) in line]
+        same_fields = [line for line in lines if all(f in line for f in fields)]
+        if not same_time and not same_fields:
+            continue  # a paraphrase or a reformatted time: nothing to compare with
+        if any(line in same_fields for line in same_time):
+            continue
+        source = same_time[0] if same_time else same_fields[0]
+        findings.append(
+            DriftFinding(
+                "identifier_fabricated",
+                "medium",
+                {"original": source.strip()[:200], "summary": raw.strip()},
+                None,
+                "log_line_spliced",
+            )
+        )
+    return findings
+
+
 def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
     """An error placed where it did not happen ("KeyError in `fmt_money`" when the KeyError came from
     test_currency.py), and an action of the agent put on the user ("the user has added a test")."""
@@ -2540,6 +2577,7 @@ def check_drift(
     findings += _check_attribution(original_messages, checked)
     findings += _check_placement(original_messages, prose_text)
     findings += _check_roles(original_messages, prose_text)
+    findings += _check_log_lines(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))

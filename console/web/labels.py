@@ -270,6 +270,7 @@ DETAILS: dict[str, Label] = {
     "wrong_speaker": gettext_lazy("the summary puts a statement in the wrong mouth (user / assistant)"),
     "error_misplaced": gettext_lazy("the summary places an error where it did not happen"),
     "user_did_not": gettext_lazy("the summary says the user did what the agent did"),
+    "log_line_spliced": gettext_lazy("a log line quoted in the summary that no log holds (parts of two lines)"),
     "instruction_copied": gettext_lazy("the summary copies the summarizer's own rules as if they were the session's"),
     "identifier_mistyped": gettext_lazy("the summary calls an identifier something it is not (an order for a user id)"),
     "limit_dropped": gettext_lazy("a limit the user set is not in the summary with its number"),

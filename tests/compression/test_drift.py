@@ -959,3 +959,20 @@ def test_the_summarizers_own_rules_copied_into_a_summary_are_an_invented_rule() 
     assert "instruction_copied" not in [
         f.code for f in check_drift(said, "- 每次修改后要跑的命令：pytest -q，最多 3 次重试。")
     ]
+
+
+def test_a_log_line_spliced_from_two_is_an_invented_identifier() -> None:
+    """Real 0.5B output quoted one line's timestamp with another line's level and request id."""
+    log = (
+        "2026-11-30T14:00:00.590Z INFO order-service request_id=req-40463 path=/v1/orders status=200\n"
+        "2026-11-30T14:00:01.736Z INFO migrate request_id=req-87676 path=/v1/health status=200\n"
+        "2026-11-30T14:01:17.331Z ERROR migrate could not acquire migration lock; aborting"
+    )
+    messages = [user("看一下迁移日志。"), {"role": "tool", "tool_call_id": "t1", "content": log}]
+    spliced = "## Errors\n- 2026-11-30T14:00:00.590Z ERROR migrate request_id=req-87676 path=/v1/health status=200"
+    found = [(f.kind, f.code) for f in check_drift(messages, spliced) if f.severity != "low"]
+    assert found == [("identifier_fabricated", "log_line_spliced")]
+    copied = "## Errors\n- 2026-11-30T14:01:17.331Z ERROR migrate could not acquire migration lock; aborting"
+    assert "log_line_spliced" not in [f.code for f in check_drift(messages, copied)]
+    said = "## Errors\n- 迁移在 2026-11-30 14:01 拿不到锁，已中止。"
+    assert "log_line_spliced" not in [f.code for f in check_drift(messages, said)]
