@@ -1779,6 +1779,8 @@ _FIRST_PERSON_DID = re.compile(
 
 
 _LONG_NUMBER = re.compile(r"(?<![\w.])#?[A-Z]?\d{5,}(?![\w.])")
+#: a short code in an error line: a flight (HAT170), a product (SKU42): compared only with a like error line
+_CODE = re.compile(r"\b[A-Z]{2,4}\d{2,5}\b")
 
 
 def _swapped_ids(line: str, texts: list[tuple[int, str]]) -> tuple[int, str] | None:
@@ -1787,7 +1789,9 @@ def _swapped_ids(line: str, texts: list[tuple[int, str]]) -> tuple[int, str] | N
     if not re.search(r"error|错误|not\s+found|failed", line, re.I):
         return None
     line = re.sub(r"\([^)]*\)|（[^）]*）", " ", line)  # "(line 14)": a note, not the error
-    ids = set(_LONG_NUMBER.findall(line)) | set(_STRONG_ID.findall(line))
+    # the error's own clause: "…not available on 2024-05-17; rebooked on HAT136" names HAT136 elsewhere
+    line = next((c for c in re.split(r"[;；。]", line) if re.search(r"error|错误|not\s+found|failed", c, re.I)), line)
+    ids = set(_LONG_NUMBER.findall(line)) | set(_STRONG_ID.findall(line)) | set(_CODE.findall(line))
     words = key_terms(_LONG_NUMBER.sub(" ", line)) - {i.lower() for i in ids}
     if not ids or len(words) < 3:
         return None

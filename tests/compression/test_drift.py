@@ -976,3 +976,15 @@ def test_a_log_line_spliced_from_two_is_an_invented_identifier() -> None:
     assert "log_line_spliced" not in [f.code for f in check_drift(messages, copied)]
     said = "## Errors\n- 迁移在 2026-11-30 14:01 拿不到锁，已中止。"
     assert "log_line_spliced" not in [f.code for f in check_drift(messages, said)]
+
+
+def test_an_error_line_with_another_flight_is_misplaced() -> None:
+    messages = [
+        call("c1", "search_direct_flight", {"origin": "DEN", "destination": "BOS", "date": "2024-05-17"}),
+        result("c1", "Error: flight HAT170 not available on 2024-05-17"),
+        assistant("HAT170 is not available on May 17; HAT136 and HAT246 are."),
+    ]
+    wrong = check_drift(messages, "- Error: flight HAT246 not available on 2024-05-17")
+    assert ("wrong_attribution", "error_misplaced") in [(f.kind, f.code) for f in wrong]
+    right = check_drift(messages, "- Error: flight HAT170 not available on 2024-05-17; rebooked on HAT136.")
+    assert "wrong_attribution" not in kinds(right)
