@@ -1854,23 +1854,31 @@ def _role_of(word: str) -> str | None:
     return None
 
 
-def _roles_in(text: str, ident: str) -> set[str]:
-    """What ``text`` calls ``ident`` where it names it: a role word just before it, or "ident is a <role>"."""
+def _roles_at(text: str, start: int, end: int) -> set[str]:
+    """What ``text`` calls the identifier at ``text[start:end]``: a role word just before it, or "… is a <role>"."""
     roles = set()
-    for m in re.finditer(rf"(?<![\w]){re.escape(ident)}(?![\w])", text):
-        before = _ROLE_BEFORE.search(text[max(0, m.start() - 40) : m.start()])
-        if before:
-            roles.add(_role_of(before.group("role")))
-        after = _ROLE_AFTER.match(text[m.end() : m.end() + 60])
-        # the head noun is the last role word: "用户名下订单编号" is an order number
-        if after and not re.search(r"\b(?:of|for|from|in|by|with)\b|的|下|里|中", after.group("phrase")):
-            roles.add(_role_of(after.group("role")))
+    before = _ROLE_BEFORE.search(text[max(0, start - 40) : start])
+    if before:
+        roles.add(_role_of(before.group("role")))
+    after = _ROLE_AFTER.match(text[end : end + 60])
+    # the head noun is the last role word: "用户名下订单编号" is an order number
+    if after and not re.search(r"\b(?:of|for|from|in|by|with)\b|的|下|里|中", after.group("phrase")):
+        roles.add(_role_of(after.group("role")))
     roles.discard(None)
     return roles  # type: ignore[return-value]
 
 
+def _roles_in(text: str, ident: str) -> set[str]:
+    """What ``text`` calls ``ident`` wherever it names it."""
+    roles: set[str] = set()
+    for m in re.finditer(rf"(?<![\w]){re.escape(ident)}(?![\w])", text):
+        roles |= _roles_at(text, m.start(), m.end())
+    return roles
+
+
 def _original_roles(messages: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
-    """Identifier -> the roles the originals give it (by the words around it and by the JSON keys it sits under)."""
+    """Identifier -> the roles the originals give it (by the words around it and by the JSON keys it sits under).
+    One pass over the originals: a long session holds thousands of identifiers."""
     corpus = _corpus(m for m in messages if isinstance(m, dict) and not is_summary_message(m))
     roles: dict[str, set[str]] = {}
     for m in _ROLE_KEY.finditer(corpus):
@@ -1878,10 +1886,11 @@ def _original_roles(messages: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
         if role:
             for ident in re.findall(r'"#?([^"]{3,80})"', m.group("value")):
                 roles.setdefault(ident, set()).add(role)
-    for ident in set(_STRONG_ID.findall(corpus)) | {i.lstrip("#") for i in _LONG_NUMBER.findall(corpus)}:
-        found = _roles_in(corpus, ident)
-        if found:
-            roles.setdefault(ident, set()).update(found)
+    for pattern in (_STRONG_ID, _LONG_NUMBER):
+        for m in pattern.finditer(corpus):
+            found = _roles_at(corpus, m.start(), m.end())
+            if found:
+                roles.setdefault(m.group(0).lstrip("#"), set()).update(found)
     return roles
 
 
