@@ -1319,7 +1319,7 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
             and (bool(c.anchors & s.terms) if c.anchors else len(clause.terms) >= 4)
             for clause in _whole(s)
         )
-        if negates or _widens(c, s):
+        if (negates and not _OUTCOME.search(s.text)) or _widens(c, s):
             return _finding("constraint_inverted", c, s.text, "requirement_negated")
     if about or c.text in summary or (pinned and c.text in pinned):
         return None
@@ -1417,6 +1417,15 @@ _ACK_WORDS = frozenset(
 )
 
 
+#: a sentence that reports how an action turned out ("was not applied because of a lock timeout", "编号不对"):
+#: the action failed, nobody refused or reversed the approval or the requirement
+_OUTCOME = re.compile(
+    r"\bbecause\b|\bdue\s+to\b|\bfail(?:s|ed|ure)?\b|\btimed?\s*out\b|\btimeout\b|\berror\b"
+    r"|因为|由于|失败|报错|出错|不对|超时",
+    re.I,
+)
+
+
 def _beyond_names(needle: frozenset[str], text: str) -> bool:
     """Whether ``text`` shares with ``needle`` more than the words of the identifiers and paths it names."""
     names = _identifiers(text) | set(find_paths(text))
@@ -1441,10 +1450,10 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     if a.text not in summary and not _PENDING.search(a.text):
         for s in about:
             # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
-            if _negates(s, a.terms, _PENDING) and not _grants(s):
+            if _negates(s, a.terms, _PENDING) and not _grants(s) and not _OUTCOME.search(s.text):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
         for s in other:
-            if _x_negates(s, needle, _PENDING) and not _grants(s):
+            if _x_negates(s, needle, _PENDING) and not _grants(s) and not _OUTCOME.search(s.text):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
     about += other
     if a.text in summary or about:

@@ -988,3 +988,18 @@ def test_an_error_line_with_another_flight_is_misplaced() -> None:
     assert ("wrong_attribution", "error_misplaced") in [(f.kind, f.code) for f in wrong]
     right = check_drift(messages, "- Error: flight HAT170 not available on 2024-05-17; rebooked on HAT136.")
     assert "wrong_attribution" not in kinds(right)
+
+
+def test_an_approved_action_that_failed_is_no_refusal() -> None:
+    """Real 1.5B output: "was not applied because of a lock timeout" reports an outcome, not a refusal."""
+    messages = [
+        user("Yes, I approve running 0042_add_index on staging."),
+        assistant("Running it now."),
+        {"role": "tool", "tool_call_id": "m1", "content": "ERROR: canceling statement due to lock timeout"},
+    ]
+    failed = check_drift(
+        messages, "- The migration 0042_add_index was not applied on staging because of a lock timeout."
+    )
+    assert "constraint_inverted" not in kinds(failed)
+    refused = check_drift(messages, "- The user did not approve running 0042_add_index on staging.")
+    assert "constraint_inverted" in kinds(refused)
