@@ -24,15 +24,16 @@ TARGET_RECALL = 0.80
 #: at most this many faithful summaries with a false alarm, per 20
 TARGET_ALARMS_PER_20 = 1.0
 #: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
-#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-02 over 21
-#: labelled answers (15 dev, 6 held-out): dev zh 14/19 = 0.74; held-out en 17/25 = 0.68, zh 5/14 = 0.36;
-#: with one more held-out answer, 2 of 34 held-out faithful items had a false alarm (1.2 per 20). Targets
-#: not met there; the floors and the ceiling sit a little past, as the labelled set is still growing.
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-03 over 60
+#: labelled answers (39 dev, 21 held-out): dev en 96/134 = 0.72, zh 71/96 = 0.74; held-out en 44/59 = 0.75,
+#: zh 34/56 = 0.61; 13 of 104 held-out faithful items with a false alarm (2.5 per 20). Targets not met; the
+#: floors and the ceiling sit a little past, so a regression fails.
 FLOORS: dict[tuple[str, str], float] = {
+    ("dev", "recall_en"): 0.70,
     ("dev", "recall_zh"): 0.70,
-    ("heldout", "recall_en"): 0.60,
-    ("heldout", "recall_zh"): 0.30,
-    ("heldout", "item_alarms_per_20"): 2.0,
+    ("heldout", "recall_en"): 0.70,
+    ("heldout", "recall_zh"): 0.55,
+    ("heldout", "item_alarms_per_20"): 3.0,
 }
 
 pytestmark = pytest.mark.skipif(
