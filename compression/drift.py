@@ -289,6 +289,8 @@ _APPROVAL_EXTRA = re.compile(
     r"|^\s*(?:好[的吧啊]?[，,]?\s*)?(?!.*(?:算了|等等|再等|先等|不|别))[\u4e00-\u9fff]{1,4}吧[。！!]?\s*$",
     re.I,
 )
+#: hex with a letter and a digit in it: the body of a git sha or a sha256 digest (a length bound follows)
+_HEX = r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]"
 _STRONG_ID = re.compile(
     r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?(?![\d.])"  # address: 10.0.3.17:6379
     r"|\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"  # ticket
@@ -299,7 +301,7 @@ _STRONG_ID = re.compile(
     r"|\b[A-Z]{1,3}\d{6,}\b"  # order, booking reference
     r"|\b[A-Z]-\d{2,5}\b"  # room
     r"|\bv\d+(?:\.\d+){1,3}\b|\b\d+\.\d+\.\d+\b"  # version
-    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}\b"  # hash (a git sha, a sha256 digest)
+    rf"|\b{_HEX}{{7,64}}\b"  # hash (a git sha, a sha256 digest)
     r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # error code / constant: PAY_TIMEOUT_3012
     r"|\bE(?:CONN|ADDR|HOST|NET|NO|TIMED|ACCES|PERM|PIPE|EXIST|RESOLVE)[A-Z]*\b",  # errno: ECONNRESET
     re.ASCII,
@@ -1592,7 +1594,7 @@ def _rooted(path: str, corpus: str) -> bool:
 
 #: a tool result this short is one answer, not a log to skim: the digest or commit it returned is what was asked
 _SHORT_RESULT = 160
-_DIGEST = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{12,64}\b")
+_DIGEST = re.compile(rf"\b{_HEX}{{12,64}}\b")
 
 
 def _check_identifiers(
@@ -1788,6 +1790,7 @@ _FIRST_PERSON_DID = re.compile(
 
 
 _LONG_NUMBER = re.compile(r"(?<![\w.])#?[A-Z]?\d{5,}(?![\w.])")
+_ERROR_WORD = re.compile(r"error|错误|not\s+found|failed", re.I)
 #: a short code in an error line: a flight (HAT170), a product (SKU42): compared only with a like error line
 _CODE = re.compile(r"\b[A-Z]{2,4}\d{2,5}\b")
 
@@ -1795,11 +1798,11 @@ _CODE = re.compile(r"\b[A-Z]{2,4}\d{2,5}\b")
 def _swapped_ids(line: str, texts: list[tuple[int, str]]) -> tuple[int, str] | None:
     """An error line whose words are an archived error's but whose identifiers are not: "Error: item
     6117428830 not found in order #W5823417" when the item not found was 8823019934. (index, original)."""
-    if not re.search(r"error|错误|not\s+found|failed", line, re.I):
+    if not _ERROR_WORD.search(line):
         return None
     line = re.sub(r"\([^)]*\)|（[^）]*）", " ", line)  # "(line 14)": a note, not the error
     # the error's own clause: "…not available on 2024-05-17; rebooked on HAT136" names HAT136 elsewhere
-    line = next((c for c in re.split(r"[;；。]", line) if re.search(r"error|错误|not\s+found|failed", c, re.I)), line)
+    line = next((c for c in re.split(r"[;；。]", line) if _ERROR_WORD.search(c)), line)
     ids = set(_LONG_NUMBER.findall(line)) | set(_STRONG_ID.findall(line)) | set(_CODE.findall(line))
     words = key_terms(_LONG_NUMBER.sub(" ", line)) - {i.lower() for i in ids}
     if not ids or len(words) < 3:
@@ -1865,16 +1868,15 @@ def _role_of(word: str) -> str | None:
 
 def _roles_at(text: str, start: int, end: int) -> set[str]:
     """What ``text`` calls the identifier at ``text[start:end]``: a role word just before it, or "… is a <role>"."""
-    roles = set()
+    words = []
     before = _ROLE_BEFORE.search(text[max(0, start - 40) : start])
     if before:
-        roles.add(_role_of(before.group("role")))
+        words.append(before.group("role"))
     after = _ROLE_AFTER.match(text[end : end + 60])
     # the head noun is the last role word: "用户名下订单编号" is an order number
     if after and not re.search(r"\b(?:of|for|from|in|by|with)\b|的|下|里|中", after.group("phrase")):
-        roles.add(_role_of(after.group("role")))
-    roles.discard(None)
-    return roles  # type: ignore[return-value]
+        words.append(after.group("role"))
+    return {role for role in map(_role_of, words) if role}
 
 
 def _roles_in(text: str, ident: str) -> set[str]:
@@ -1967,7 +1969,7 @@ def _check_log_lines(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
     """A log line quoted in the summary that no log holds: its timestamp from one line, its level or
     request id from another ("…14:00:00.590Z ERROR migrate request_id=req-87676 …" where that request was
     an INFO line at another time). Copying a log line is fine; splicing two is inventing one."""
-    lines = [line for m in messages if isinstance(m, dict) for line in _corpus([m]).splitlines()]
+    lines = _corpus(messages).splitlines()
     findings = []
     for raw in prose_text.splitlines():
         stamp = _TIMESTAMP.search(raw)
@@ -2560,13 +2562,14 @@ def check_drift(
     corpus = _corpus(original_messages)
     corpus_terms = frozenset(key_terms(corpus))
     # the summarizer's own rules copied into the summary are an invented rule, and no evidence of anything else
+    sentences = _prose_sentences(prose_text)
+    copied = {s.text for s in sentences if _copies_instructions(s.text, corpus_terms)}
     findings: list[DriftFinding] = [
         DriftFinding("constraint_fabricated", "medium", {"original": "", "summary": s.text}, None, "instruction_copied")
-        for s in _prose_sentences(prose_text)
-        if _copies_instructions(s.text, corpus_terms)
+        for s in sentences
+        if s.text in copied
     ]
-    copied = {f.evidence["summary"] for f in findings}
-    prose = [s for s in _prose_sentences(prose_text) if s.text not in copied]
+    prose = [s for s in sentences if s.text not in copied]
     constraints, approvals = _user_statements(original_messages)
     # a prose sentence quoting a user's own constraint or approval verbatim (a kept user turn) is no
     # evidence against another one: "No function may be longer than 50 lines." does not break "under 50"
