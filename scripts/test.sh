@@ -14,7 +14,7 @@ if [ "${CI:-}" = "true" ]; then
   export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
   export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 fi
-parallel=(-n "${TEST_WORKERS:-3}" --dist load)
+parallel=(-n "${TEST_WORKERS:-3}" --dist worksteal)
 if [ "${1:-}" = "--fast" ]; then
   shift
   exec $BIN/pytest "${parallel[@]}" -m "not browser and not worker and not faults" "$@"

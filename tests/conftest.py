@@ -1,17 +1,18 @@
 """Suite-wide setup: in CI the real PostgreSQL and Redis are required, not optional; shared fixtures.
 
-Under pytest-xdist (``make test`` runs ``-n 3 --dist load``) each worker process has its own test
+Under pytest-xdist (``make test`` runs ``-n 3 --dist worksteal``) each worker process has its own test
 database (pytest-django suffixes the name with the worker id) and its own cache key prefix on a shared
 Redis; Celery worker processes, queues, private Redis servers, live servers and fake models are per
-test or per module with names and ports of their own. ``--dist load``, not loadfile/loadgroup: with
-pytest 9 those schedule by node id, and schemathesis gives its 19 fuzz items one node id (18 were
-silently dropped), while xdist_group marks are not applied (xdist sets ``_nodeid``, which pytest 9
-no longer reads).
+test or per module with names and ports of their own. ``worksteal`` (or ``load``), not
+loadfile/loadgroup: with pytest 9 those schedule by node id, and schemathesis gives its 19 fuzz items
+one node id (18 were silently dropped), while xdist_group marks are not applied (xdist sets
+``_nodeid``, which pytest 9 no longer reads).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -54,16 +55,77 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit(f"CI=true but Redis at {settings.REDIS_URL} is not reachable: {exc}", returncode=3)
 
 
-#: markers of the slow tests (real processes, a browser): under xdist they are handed out first, so the
-#: short tests fill in around them instead of one long test finishing alone at the end
+#: markers of the slow tests (real processes, a browser); they are spread over the xdist workers below
 SLOW_MARKERS = ("faults", "worker", "browser")
 
 
+def _is_slow(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(m) for m in SLOW_MARKERS)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    """Under xdist, give each worker its share of the slow tests first, then its share of the rest.
+
+    ``--dist worksteal`` hands worker k the k-th contiguous third of this list and lets an idle worker
+    take the tail of a busy one's queue. Slow tests gathered at the front all landed in the first third,
+    so one worker ran every browser and real-worker test in a row (266 s) while two idled. A module's
+    slow tests stay together: they share a module-scoped Celery worker, model or browser page.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers < 2:
         return  # a plain run keeps the files' order
-    # every worker sorts alike (the scheduler checks that all collected the same list in the same order)
-    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in SLOW_MARKERS))
+    modules: dict[str, list[pytest.Item]] = {}
+    fast: list[pytest.Item] = []
+    for item in items:
+        if _is_slow(item):
+            modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+        else:
+            fast.append(item)
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    # every worker computes the same order (the scheduler checks that all collected the same list)
+    for group in sorted(modules.values(), key=len, reverse=True):
+        min(shares, key=len).extend(group)
+    items[:] = [
+        item
+        for k, share in enumerate(shares)
+        for item in share + fast[k * len(fast) // workers : (k + 1) * len(fast) // workers]
+    ]
+
+
+def _transactional(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    names = getattr(item, "fixturenames", ())
+    return "transactional_db" in names or "live_server" in names or bool(marker and marker.kwargs.get("transaction"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Before a transactional test's tables are truncated, let other processes on its database finish.
+
+    A Celery worker or live server may still be in a transaction the test caused (a drift check sent when
+    its run finished); TRUNCATE against it deadlocks, and PostgreSQL may abort the truncate rather than the
+    task, failing the next test's setup. Runs before any fixture's teardown.
+    """
+    if not _transactional(item):
+        return
+    from django.db import connection
+
+    if connection.vendor != "postgresql" or connection.connection is None or connection.in_atomic_block:
+        return
+    quiet, deadline = 0, time.monotonic() + 30
+    while quiet < 3 and time.monotonic() < deadline:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                    " AND state IN ('active', 'idle in transaction')"
+                )
+                busy = cursor.fetchone()[0]
+        except Exception:
+            return  # the database went away (a fault test): nothing to wait for
+        quiet = 0 if busy else quiet + 1
+        time.sleep(0.05)
 
 
 @pytest.fixture(autouse=True)
