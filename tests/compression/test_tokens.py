@@ -234,7 +234,7 @@ def test_a_fast_counter_that_disagrees_with_tiktoken_is_not_used(monkeypatch: py
     if enc is None:
         pytest.skip("no tiktoken")
     wrong = types.SimpleNamespace(tokenizer_for_encoding=lambda name: types.SimpleNamespace(count=len))
-    monkeypatch.setitem(sys.modules, "bpe_openai", types.SimpleNamespace(_bindings=wrong))
+    monkeypatch.setitem(sys.modules, "bpe_openai._bindings", wrong)
     tokens._fast_count.cache_clear()
     try:
         assert tokens._fast_count(enc) is None
