@@ -501,6 +501,7 @@ def _stem(word: str) -> str:
     return _SYNONYMS.get(word, word)
 
 
+@lru_cache(maxsize=16_384)
 def _normalize(text: str) -> str:
     for pattern, word in _NORMALIZE_EN:
         text = pattern.sub(word, text)
@@ -703,16 +704,19 @@ def bridge_terms(text: str) -> set[str]:
     return out
 
 
+@lru_cache(maxsize=16_384)
 def _is_hard_negation(sentence: str) -> bool:
     """A prohibition cue proper (not / never / 不要 ...), as opposed to a requirement cue (only / 必须)."""
     return bool(_HARD_NEG_EN.search(sentence) or _HARD_NEG_ZH.search(sentence))
 
 
+@lru_cache(maxsize=16_384)
 def is_negated(sentence: str) -> bool:
     """Whether ``sentence`` carries a negation or restriction cue (not, only, keep, 不要, 只能, 保持 ...)."""
     return bool(_NEG_EN.search(sentence) or _NEG_ZH.search(sentence))
 
 
+@lru_cache(maxsize=16_384)
 def _is_request(sentence: str) -> bool:
     return bool(
         _REQUEST.search(sentence)
@@ -722,6 +726,7 @@ def _is_request(sentence: str) -> bool:
     )
 
 
+@lru_cache(maxsize=16_384)
 def _is_constraint(sentence: str) -> bool:
     """A user's prohibition or requirement (the shared patterns, plus "X stays untouched" and standing
     instructions such as "run X after every change" or "≤ 40 lines"; not "always in f()")."""
@@ -735,6 +740,7 @@ def _is_prohibitive(sentence: str) -> bool:
     return _is_hard_negation(sentence) or bool(_CONSTRAINT_EXTRA.search(sentence))
 
 
+@lru_cache(maxsize=16_384)
 def _is_approval(sentence: str) -> bool:
     return is_approval(sentence) or bool(_APPROVAL_EXTRA.search(sentence))
 
