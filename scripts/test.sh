@@ -3,9 +3,9 @@
 # 127.0.0.1 and fails loudly when either is missing; locally it falls back to
 # SQLite and the filesystem broker unless DATABASE_URL / REDIS_URL are set.
 #
-# Tests run in parallel (pytest-xdist, TEST_WORKERS processes, default 3: many tests wait on
-# subprocesses, so one more process than a 2-core machine has cores pays). Extra arguments go to
-# pytest: scripts/test.sh tests/console -x, or -n 0 to run in one process.
+# Tests run in parallel (pytest-xdist, TEST_WORKERS processes, default one per CPU core: on a 2-core
+# machine 2 workers took 216 s, 3 took 244-251 s and burned a third more CPU, 4 took 264 s, one process
+# 359 s). Extra arguments go to pytest: scripts/test.sh tests/console -x, or -n 0 to run in one process.
 # scripts/test.sh --fast: the edit loop, no lint and no browser, real worker or fault-injection test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ if [ "${CI:-}" = "true" ]; then
   export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
   export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 fi
-parallel=(-n "${TEST_WORKERS:-3}" --dist worksteal)
+parallel=(-n "${TEST_WORKERS:-auto}" --dist worksteal)
 if [ "${1:-}" = "--fast" ]; then
   shift
   exec $BIN/pytest "${parallel[@]}" -m "not browser and not worker and not faults" "$@"

@@ -1,6 +1,6 @@
 """Suite-wide setup: in CI the real PostgreSQL and Redis are required, not optional; shared fixtures.
 
-Under pytest-xdist (``make test`` runs ``-n 3 --dist worksteal``) each worker process has its own test
+Under pytest-xdist (``make test`` runs ``-n auto --dist worksteal``) each worker process has its own test
 database (pytest-django suffixes the name with the worker id) and its own cache key prefix on a shared
 Redis; Celery worker processes, queues, private Redis servers, live servers and fake models are per
 test or per module with names and ports of their own. ``worksteal`` (or ``load``), not
@@ -66,9 +66,9 @@ def _is_slow(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist, give each worker its share of the slow tests first, then its share of the rest.
 
-    ``--dist worksteal`` hands worker k the k-th contiguous third of this list and lets an idle worker
+    ``--dist worksteal`` hands worker k the k-th contiguous share of this list and lets an idle worker
     take the tail of a busy one's queue. Slow tests gathered at the front all landed in the first third,
-    so one worker ran every browser and real-worker test in a row (266 s) while two idled. A module's
+    so one worker ran every browser and real-worker test in a row (266 s) while the others idled. A module's
     slow tests stay together: they share a module-scoped Celery worker, model or browser page.
     """
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
