@@ -89,6 +89,16 @@ class InstallError(RuntimeError):
     """Something in the cache is missing or wrong; the message says what to do."""
 
 
+def interruptible() -> None:
+    """Ctrl-C (SIGINT) and SIGTERM stop the run, and the ``finally`` blocks stop the model server.
+
+    A shell starts a background job (``make bench-model &``, a CI step) with SIGINT ignored, and Python
+    keeps an ignored SIGINT ignored: such a run could only be killed, leaving its server behind.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("BENCH_MODEL_CACHE") or Path.home() / ".cache" / "compression-bench").expanduser()
 
@@ -606,7 +616,7 @@ def main() -> int:
     parser.add_argument("--table", action="store_true", help="the per-model, per-window table of the saved answers")
     parser.add_argument("--list", action="store_true", help="print the cases of each model's plan")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    interruptible()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     for m in models:
         if m not in MODELS:

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
+import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -18,6 +22,7 @@ import pytest
 from bench import model as bench_model
 from bench import model_sessions
 
+ROOT = Path(__file__).resolve().parents[2]
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 700, b"c" * 33]
 
 
@@ -131,3 +136,31 @@ class TestSavedData:
             assert inputs["case"] == a["case"] and inputs["language"] in ("en", "zh") and inputs["archived"]
             session = json.loads((bench_model.ROOT / inputs["session"]).read_text(encoding="utf-8"))["messages"]
             assert session[inputs["start"] : inputs["start"] + len(inputs["archived"])] == inputs["archived"]
+
+
+class TestSignals:
+    @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+    def test_a_run_started_with_sigint_ignored_still_stops_on_a_signal(self, sig: signal.Signals) -> None:
+        """As a shell starts a background job: SIGINT ignored. The run must still stop, through its finally blocks."""
+        code = (
+            "import os, signal, sys, time\n"
+            "from bench.model import interruptible\n"
+            "interruptible()\n"
+            "try:\n"
+            f"    os.kill(os.getpid(), {int(sig)})\n"
+            "    time.sleep(30)\n"
+            "finally:\n"
+            "    print('cleaned up', flush=True)\n"
+        )
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+        assert time.monotonic() - started < 15
+        assert done.stdout == "cleaned up\n"
+        assert "KeyboardInterrupt" in done.stderr
