@@ -501,7 +501,6 @@ def _stem(word: str) -> str:
     return _SYNONYMS.get(word, word)
 
 
-@lru_cache(maxsize=16_384)
 def _normalize(text: str) -> str:
     for pattern, word in _NORMALIZE_EN:
         text = pattern.sub(word, text)
