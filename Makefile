@@ -8,8 +8,8 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --upgrade uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,12 +24,18 @@ test: $(STAMP)
 	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
 	scripts/test.sh
 
-.PHONY: test-fast golden
+.PHONY: test-fast golden screenshots
 
 ## test-fast: the edit loop: the suite without browser, real-worker and fault tests, no lint
 test-fast: $(STAMP)
 	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
 	scripts/test.sh --fast
+
+## screenshots: the browser tests, saving a screenshot of each page they visit in artifacts/screenshots/
+screenshots: $(STAMP)
+	scripts/system-deps.sh
+	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
+	SCREENSHOTS=1 $(BIN)/pytest -n auto --dist worksteal -m browser
 
 ## golden: rewrite the pipeline's expected-output files (tests/compression/golden/expected/); review the diff
 golden: $(STAMP)

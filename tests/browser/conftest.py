@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, expect
 
 from tests.console.workers import celery_worker, default_queue, unique_queue, worker_env
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -41,15 +41,27 @@ def browser_type_launch_args(browser_type_launch_args):
     }
 
 
+#: ``make screenshots`` (SCREENSHOTS=1) saves them; a plain test run skips them: a full-page PNG of a long
+#: page costs Chromium more than the test's own checks (31 s of the browser tests' 108 s), and none is asserted
+TAKE_SCREENSHOTS = os.environ.get("SCREENSHOTS", "") not in {"", "0"}
+
+
 @pytest.fixture
 def screenshot(page):
-    """Save a full-page screenshot under artifacts/screenshots/ (kept as a CI artifact)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    """``screenshot(name)``: the whole page, under artifacts/screenshots/ (``make screenshots``).
 
-    def take(name: str) -> Path:
-        path = SCREENSHOTS / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        return path
+    ``full_page=False`` keeps what the viewport shows; ``of=locator`` one element.
+    """
+
+    def take(name: str, *, full_page: bool = True, of: Locator | None = None) -> None:
+        if not TAKE_SCREENSHOTS:
+            return
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = str(SCREENSHOTS / f"{name}.png")
+        if of is not None:
+            of.screenshot(path=path)
+        else:
+            page.screenshot(path=path, full_page=full_page)
 
     return take
 

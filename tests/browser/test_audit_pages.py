@@ -14,7 +14,6 @@ from playwright.sync_api import Page, expect
 from console.models import Archive, Summary
 from console.services.sessions import append_messages
 from tests.browser.accounts import log_in, user
-from tests.browser.conftest import SCREENSHOTS
 from tests.console.factories import compress_now, sample_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -79,7 +78,7 @@ def test_references_run_diff_and_session_search(live_server: Any, page: Page, sc
     screenshot(f"audit-run-diff-originals-{lang}")
     page.set_viewport_size({"width": 1280, "height": 900})
     block.scroll_into_view_if_needed()
-    page.screenshot(path=str(SCREENSHOTS / f"audit-run-diff-block-{lang}.png"))
+    screenshot(f"audit-run-diff-block-{lang}", full_page=False)
 
     # the session page: search, jump to the message that matched, numbers and times on the timeline
     page.goto(f"{base}/sessions/{session.pk}/")

@@ -12,7 +12,6 @@ from playwright.sync_api import Page, expect
 
 from console.models import Summary
 from tests.browser.accounts import log_in, user
-from tests.browser.conftest import SCREENSHOTS
 from tests.console.factories import compress_now, sample_session
 from tests.console.test_pages_dashboard import day, make_session, make_summary
 from tests.samples import WECHAT
@@ -77,7 +76,7 @@ def test_the_dashboard_prices_calls_links_bars_and_downloads(live_server, page: 
     page.goto(f"{base}/runs/{run.pk}/")
     expect(page.locator("time").first).to_have_attribute("datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
     screenshot(f"run-{suffix}")
-    page.screenshot(path=str(SCREENSHOTS / f"run-{suffix}-top.png"))  # the facts, size and stages, readable
+    screenshot(f"run-{suffix}-top", full_page=False)  # the facts, size and stages, readable
     page.goto(f"{base}/summaries/{summary.pk}/")
     screenshot(f"summary-{suffix}")
-    page.screenshot(path=str(SCREENSHOTS / f"summary-{suffix}-top.png"))
+    screenshot(f"summary-{suffix}-top", full_page=False)

@@ -17,7 +17,6 @@ from console.celery import tasks_inline
 from console.models import DriftCase, Summary, WebhookDelivery
 from console.services import drift, notifications
 from tests.browser.accounts import log_in, user
-from tests.browser.conftest import SCREENSHOTS
 from tests.console.factories import compress_now, sample_session
 from tests.fakes.webhook_receiver import Receiver
 
@@ -110,7 +109,7 @@ def test_an_admin_adds_a_webhook_and_a_reviewer_reads_the_inbox(
     log_in(page, base, bob.username)
     badge = page.locator("header .inbox-badge")
     expect(badge).to_have_attribute("data-unread", "2")
-    page.locator("header.topbar").screenshot(path=str(SCREENSHOTS / "notifications-3-badge-en.png"))
+    screenshot("notifications-3-badge-en", of=page.locator("header.topbar"))
     page.locator("header .inbox-link").click()
     expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
     expect(page.locator(".inbox-row.unread")).to_have_count(2)
@@ -130,7 +129,7 @@ def test_an_admin_adds_a_webhook_and_a_reviewer_reads_the_inbox(
     expect(page.locator(".inbox")).to_contain_text(f"alice 在漂移案例 #{case.pk} 中提及了你")
     expect(page.locator(".inbox")).to_contain_text("指派给了你")
     expect(page.get_by_role("button", name="全部标为已读")).to_be_visible()
-    page.locator("header.topbar").screenshot(path=str(SCREENSHOTS / "notifications-5-badge-zh.png"))
+    screenshot("notifications-5-badge-zh", of=page.locator("header.topbar"))
     screenshot("notifications-6-inbox-zh")
     page.get_by_role("button", name="全部标为已读").click()
     expect(page.locator("header .inbox-badge")).to_have_count(0)
