@@ -14,6 +14,10 @@ if [ "${CI:-}" = "true" ]; then
   export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
   export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 fi
+# Bytecode caches, whatever the environment says: with PYTHONDONTWRITEBYTECODE every xdist worker, Celery
+# worker and manage.py process compiles the project again, and pytest rewrites the asserts of every test
+# module again (half of its collection time).
+unset PYTHONDONTWRITEBYTECODE
 parallel=(-n "${TEST_WORKERS:-auto}" --dist worksteal)
 if [ "${1:-}" = "--fast" ]; then
   shift
