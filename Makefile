@@ -7,11 +7,14 @@ STAMP := $(VENV)/.installed
 .PHONY: run test lint install messages clean bench-model
 
 # uv installs in half pip's time; --compile-bytecode writes the .pyc files pip would (under
-# PYTHONDONTWRITEBYTECODE every test process would otherwise compile Django, Celery and the rest again)
+# PYTHONDONTWRITEBYTECODE every test process would otherwise compile Django, Celery and the rest again).
+# uv trusts the system's certificates (a proxy's own CA) but reads no pip.conf: where it cannot install
+# (an index or wheel folder only pip is told about), pip does.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade uv
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[test]'
+	UV_SYSTEM_CERTS=1 $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[test]' \
+	  || $(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)
