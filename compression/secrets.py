@@ -19,6 +19,7 @@ it extracts facts from or sends to a summarizer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -212,10 +213,25 @@ def mask_secrets(text: str, key: MaskKey = None) -> str:
     """
     if not text:
         return text
+    mac = _key_bytes(key)
+    if len(text) <= _REMEMBER_MAX_CHARS:
+        return _mask_remembered(text, mac)
+    return _mask(text, mac)
+
+
+#: texts up to this length are remembered: a page masks the same message in its list, its detail and its diff
+_REMEMBER_MAX_CHARS = 20_000
+
+
+@functools.lru_cache(maxsize=1024)
+def _mask_remembered(text: str, mac: bytes) -> str:
+    return _mask(text, mac)
+
+
+def _mask(text: str, mac: bytes) -> str:
     present = _present(text)
     if not present:
         return text
-    mac = _key_bytes(key)
     lowered: str | None = None
     if "AKIA" in text or "ASIA" in text:
         masked = _mask_aws_pairs(text, mac)
