@@ -23,7 +23,7 @@ install: $(STAMP)
 run: $(STAMP)
 	scripts/run.sh
 
-## test: lint, then the whole suite (CI=true: against PostgreSQL and Redis on 127.0.0.1)
+## test: lint, the whole suite with mypy beside it (CI=true: against PostgreSQL and Redis on 127.0.0.1)
 test: $(STAMP)
 	scripts/system-deps.sh
 	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
