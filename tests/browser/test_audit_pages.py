@@ -1,7 +1,7 @@
 """The pages an auditor reads, in headless Chromium, in English and Chinese: every ``#N`` of a summary
 lands on its archived original (after a second compression too), the run diff shows the originals
 beside their summary with in-page links, and the session page searches, jumps to the message that
-matched and shows numbers and times. Screenshots go to artifacts/screenshots/."""
+matched and shows numbers and times. Under `make screenshots`, screenshots go to artifacts/screenshots/."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The dashboard in a real browser, in English and Chinese: cost and latency, a bar that opens its runs,
-a session download. Screenshots of the dashboard, a run page and a summary page in both languages go to
-artifacts/screenshots/ (dashboard-en.png, run-zh.png, …)."""
+a session download. Under `make screenshots`, screenshots of the dashboard, a run page and a summary page
+in both languages go to artifacts/screenshots/ (dashboard-en.png, run-zh.png, …)."""
 
 from __future__ import annotations
 

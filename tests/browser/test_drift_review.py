@@ -4,7 +4,8 @@ The fake OpenAI-compatible model on loopback writes a summary that inverts the u
 the worker's drift check opens a case by itself; a reviewer (who is also an operator) finds it in the
 queue, claims it, confirms it with a reason, comments with a quote and a mention, re-summarizes with the
 offline (faithful) summarizer and promotes the new version; the case resolves, and the audit log shows
-every step. Screenshots of the queue and the case page go to artifacts/screenshots/, in English and Chinese.
+every step. Under `make screenshots`, screenshots of the queue and the case page go to
+artifacts/screenshots/, in English and Chinese.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 log in → open a session → compress with live progress → open the run → step through the diff
 → open the summary and its provenance → re-summarize → compare → promote. The model is the fake
 OpenAI-compatible server on loopback, answering slowly enough that the progress is visible.
-Screenshots of every page go to artifacts/screenshots/, in English and Chinese.
+Under `make screenshots`, screenshots of every page go to artifacts/screenshots/, in English and Chinese.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Notifications in headless Chromium, in English and Chinese: an admin adds a webhook on its page and sends a
 test event to a receiver on loopback (a 500, then the retry lands); a reviewer mentioned and assigned by a
 teammate sees the badge, opens the inbox and follows a line to the case. Tasks run in this process (eager),
-so the delivery is visible as soon as the page reloads. Screenshots go to artifacts/screenshots/."""
+so the delivery is visible as soon as the page reloads. Under `make screenshots`, screenshots go to
+artifacts/screenshots/."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Issue 16 in headless Chromium: a "nothing to compress" run, a degraded run and the provenance label,
-in English and Chinese. Data is made in-process (tasks inline); screenshots go to artifacts/screenshots/."""
+in English and Chinese. Data is made in-process (tasks inline); screenshots (`make screenshots`) go to
+artifacts/screenshots/."""
 
 from __future__ import annotations
 

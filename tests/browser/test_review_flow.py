@@ -1,6 +1,6 @@
 """The review flow as annotation queues have it, in headless Chromium, in English and Chinese: bulk-dismiss ticked
 cases from the queue, "Save and next case" after a verdict, and a verdict on two summary versions on the compare
-page. Screenshots go to artifacts/screenshots/ (review-*-en / review-*-zh)."""
+page. Under `make screenshots`, screenshots go to artifacts/screenshots/ (review-*-en / review-*-zh)."""
 
 from __future__ import annotations
 
