@@ -66,6 +66,7 @@ from .facts import (
     user_statement_text,
     windowed,
 )
+from .memo import remember_short
 from .messages import call_arguments, content_text
 from .prompt import PROMPTS
 from .summary_message import is_summary_message, parse_summary_message
@@ -520,21 +521,15 @@ def _normalize(text: str) -> str:
     return text
 
 
-#: texts up to this length have their terms remembered (longer ones, a big tool output, would crowd the cache)
-_REMEMBER_MAX_CHARS = 10_000
-
-
 def _terms(text: str) -> tuple[set[str], set[str]]:
     """(all key terms, the identifier-like ones among them) of ``text``: fresh sets the caller may change."""
     terms, anchors = _frozen_terms(text)
     return set(terms), set(anchors)
 
 
+# the checks compare every summary sentence with every statement of a long history: each text is parsed once
+@remember_short(max_chars=10_000, maxsize=16_384)
 def _frozen_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    return _cached_terms(text) if len(text) <= _REMEMBER_MAX_CHARS else _parse_terms(text)
-
-
-def _parse_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
     text = _CUE_STRIP.sub(" ", _normalize(text))
     if _CJK.search(text):
         text = _CUE_STRIP_ZH.sub(" ", text)
@@ -565,10 +560,6 @@ def _parse_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
                 terms.update(run)
                 terms.update(run[i : i + 2] for i in range(len(run) - 1))
     return frozenset(terms), frozenset(anchors)
-
-
-# the checks compare every summary sentence with every statement of a long history: each text is parsed once
-_cached_terms = lru_cache(maxsize=16_384)(_parse_terms)
 
 
 def key_terms(text: str) -> set[str]:

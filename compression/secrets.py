@@ -19,7 +19,6 @@ it extracts facts from or sends to a summarizer.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import json
@@ -27,6 +26,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .memo import remember_short
 
 #: the key used when the caller gives none: stable, but public (see the module docstring)
 DEFAULT_MASK_KEY = b"compression.secrets.v2"
@@ -213,21 +214,11 @@ def mask_secrets(text: str, key: MaskKey = None) -> str:
     """
     if not text:
         return text
-    mac = _key_bytes(key)
-    if len(text) <= _REMEMBER_MAX_CHARS:
-        return _mask_remembered(text, mac)
-    return _mask(text, mac)
+    return _mask(text, _key_bytes(key))
 
 
-#: texts up to this length are remembered: a page masks the same message in its list, its detail and its diff
-_REMEMBER_MAX_CHARS = 20_000
-
-
-@functools.lru_cache(maxsize=1024)
-def _mask_remembered(text: str, mac: bytes) -> str:
-    return _mask(text, mac)
-
-
+# a page masks the same message in its list, its detail and its diff
+@remember_short(max_chars=20_000, maxsize=1024)
 def _mask(text: str, mac: bytes) -> str:
     present = _present(text)
     if not present:

@@ -3,7 +3,7 @@
 # 127.0.0.1 and fails loudly when either is missing; locally it falls back to
 # SQLite and the filesystem broker unless DATABASE_URL / REDIS_URL are set.
 #
-# Tests run in parallel (pytest-xdist, TEST_WORKERS processes, default one more than the CPU cores: a third of
+# Tests run in parallel (pytest-xdist, TEST_WORKERS processes, default one more than the CPU cores: about 30% of
 # the suite's time is spent waiting on Celery workers, the browser and the database, and one more worker fills
 # it. On 2 cores, with mypy beside the suite: 2 workers 224 s, 3 workers 204 and 217 s, 4 workers 200 and 227 s.)
 # Extra arguments go to pytest: scripts/test.sh tests/console -x, or -n 0 to run in one process.
@@ -27,7 +27,7 @@ fi
 $BIN/ruff check .
 $BIN/ruff format --check .
 $BIN/lint-imports  # the layers: contracts in pyproject.toml
-# mypy from cold needs about 30 s of one core, and the suite leaves the cores idle a quarter of its time (waiting
+# mypy from cold needs about 30 s of one core, and the suite leaves the cores idle about 30% of its time (waiting
 # on workers, browsers and the database): mypy runs beside it at a lower priority and is reported at the end.
 mypy_log=$(mktemp)
 nice -n 10 $BIN/mypy >"$mypy_log" 2>&1 &
