@@ -1912,20 +1912,28 @@ def _roles_in(text: str, ident: str) -> set[str]:
 
 def _original_roles(messages: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
     """Identifier -> the roles the originals give it (by the words around it and by the JSON keys it sits under).
-    One pass over the originals: a long session holds thousands of identifiers."""
-    corpus = _corpus(m for m in messages if isinstance(m, dict) and not is_summary_message(m))
+    A long session holds thousands of identifiers: each message is read once, and again only from the cache."""
     roles: dict[str, set[str]] = {}
-    for m in _ROLE_KEY.finditer(corpus):
+    for part in _corpus_parts(m for m in messages if isinstance(m, dict) and not is_summary_message(m)):
+        for ident, found in _text_roles(part):
+            roles.setdefault(ident, set()).update(found)
+    return roles
+
+
+@remember_short(max_chars=10_000, maxsize=16_384)
+def _text_roles(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """(identifier, the roles ``text`` gives it) for each identifier ``text`` names with a role."""
+    roles: list[tuple[str, frozenset[str]]] = []
+    for m in _ROLE_KEY.finditer(text):
         role = _role_of(m.group("key"))
         if role:
-            for ident in re.findall(r'"#?([^"]{3,80})"', m.group("value")):
-                roles.setdefault(ident, set()).add(role)
+            roles.extend((ident, frozenset({role})) for ident in re.findall(r'"#?([^"]{3,80})"', m.group("value")))
     for pattern in (_STRONG_ID, _LONG_NUMBER):
-        for m in pattern.finditer(corpus):
-            found = _roles_at(corpus, m.start(), m.end())
+        for m in pattern.finditer(text):
+            found = _roles_at(text, m.start(), m.end())
             if found:
-                roles.setdefault(m.group(0).lstrip("#"), set()).update(found)
-    return roles
+                roles.append((m.group(0).lstrip("#"), frozenset(found)))
+    return tuple(roles)
 
 
 def _check_roles(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
