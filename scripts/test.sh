@@ -27,7 +27,7 @@ fi
 $BIN/ruff check .
 $BIN/ruff format --check .
 $BIN/lint-imports  # the layers: contracts in pyproject.toml
-# mypy from cold needs about 30 s of one core, and the suite leaves the cores idle about 30% of its time (waiting
+# mypy from cold needs about 15 s of one core, and the suite leaves the cores idle about 30% of its time (waiting
 # on workers, browsers and the database): mypy runs beside it at a lower priority and is reported at the end.
 mypy_log=$(mktemp)
 nice -n 10 $BIN/mypy >"$mypy_log" 2>&1 &
