@@ -8,9 +8,9 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import redis
@@ -63,6 +63,37 @@ def celery_worker(env: dict[str, str], queue: str) -> Iterator[subprocess.Popen]
         worker.wait()
         if worker.stdout:
             worker.stdout.close()
+
+
+class Supervised:
+    """A worker started again whenever it exits, as ``restart: unless-stopped`` does in docker-compose.yml.
+
+    Celery 5.7.0's worker can exit when the broker dies while it acknowledges a message ("Unrecoverable error:
+    AttributeError: 'NoneType' object has no attribute 'hostname'", from the ``connection.close()`` it added after a
+    lost connection); production restarts it, and the recovery sweep sends again what it held. Given to
+    :func:`wait_until` as its worker: ``poll()`` restarts an exited worker instead of reporting the exit.
+    """
+
+    def __init__(self, start: Callable[[], AbstractContextManager[subprocess.Popen]]) -> None:
+        self._start = start
+        self._stack = ExitStack()
+        #: what each exited worker printed
+        self.exits: list[str] = []
+        self.process = self._stack.enter_context(start())
+
+    def __enter__(self) -> Supervised:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.close()
+
+    def poll(self) -> None:
+        if self.process.poll() is not None:
+            self.exits.append(worker_output(self.process))
+            self.process = self._stack.enter_context(self._start())
+
+    def output(self) -> str:
+        return "\n--- restarted ---\n".join([*self.exits, worker_output(self.process)])
 
 
 def worker_output(worker: subprocess.Popen) -> str:
@@ -123,7 +154,11 @@ def default_queue(queue: str) -> Iterator[None]:
 
 
 def wait_until(
-    read: Callable[[], T], done: Callable[[T], bool], timeout: float, what: str, worker: subprocess.Popen | None = None
+    read: Callable[[], T],
+    done: Callable[[T], bool],
+    timeout: float,
+    what: str,
+    worker: subprocess.Popen | Supervised | None = None,
 ) -> T:
     """Poll ``read()`` until ``done(value)``; fail with the worker's output after ``timeout`` seconds.
 
@@ -137,6 +172,8 @@ def wait_until(
         if done(value):
             return value
         if time.monotonic() > deadline or (worker is not None and worker.poll() is not None):
-            output = worker_output(worker) if worker is not None else ""
+            output = (
+                "" if worker is None else worker.output() if isinstance(worker, Supervised) else worker_output(worker)
+            )
             raise AssertionError(f"timed out waiting for {what}; last value: {value!r}\nworker output:\n{output}")
         time.sleep(0.1)

@@ -21,7 +21,7 @@ import pytest
 from console.models import CompressionRun, DriftCase, Session, Summary
 from console.services import runs, summaries
 from tests.console.test_api import Api, issue_key
-from tests.console.workers import celery_worker, default_queue, unique_queue, wait_until, worker_env
+from tests.console.workers import Supervised, celery_worker, default_queue, unique_queue, wait_until, worker_env
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.faults.conftest import PrivateRedis
 from tests.faults.sessions import conversation
@@ -65,7 +65,8 @@ def test_a_broker_outage_answers_every_write_and_the_sweep_finishes_the_work_onc
         responses.append(response)
         return response
 
-    with worker() as process:
+    # supervised as in production: a worker that exits on the outage is started again (Supervised says why)
+    with Supervised(worker) as process:
         # before the outage: sessions to work on, and one compressed (its archive is re-summarized later)
         full = conversation("auto", 30)  # ~2,500 tokens: the last three exchanges cross the trigger
         for key, messages in (("fault:auto", full[:-6]), ("fault:compress", conversation("manual", 25))):
@@ -133,7 +134,9 @@ def test_a_broker_outage_answers_every_write_and_the_sweep_finishes_the_work_onc
 
         state = wait_until(finished, lambda s: not any(s.values()), 120, "the work queued during the outage", process)
         recovered = time.monotonic() - restarted
-        print(f"recovered everything {recovered:.1f}s after the broker came back: {state}")
+        print(
+            f"recovered everything {recovered:.1f}s after the broker came back: {state}; restarts: {len(process.exits)}"
+        )
 
     assert_no_server_errors(responses)
     auto_run.refresh_from_db()
