@@ -23,13 +23,16 @@ install: $(STAMP)
 run: $(STAMP)
 	scripts/run.sh
 
-## test: lint, the whole suite with mypy beside it (CI=true: against PostgreSQL and Redis on 127.0.0.1)
-test: $(STAMP)
+# what the tests need besides the venv: Debian packages (Chromium, gettext, ...) and the compiled translations
+prepare-tests: $(STAMP)
 	scripts/system-deps.sh
 	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
+
+## test: lint, the whole suite with mypy beside it (CI=true: against PostgreSQL and Redis on 127.0.0.1)
+test: prepare-tests
 	scripts/test.sh
 
-.PHONY: test-fast golden screenshots
+.PHONY: test-fast golden screenshots prepare-tests
 
 ## test-fast: the edit loop: the suite without browser, real-worker and fault tests, no lint
 test-fast: $(STAMP)
@@ -37,9 +40,7 @@ test-fast: $(STAMP)
 	scripts/test.sh --fast
 
 ## screenshots: the browser tests, saving a screenshot of each page they visit in artifacts/screenshots/
-screenshots: $(STAMP)
-	scripts/system-deps.sh
-	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv -v0
+screenshots: prepare-tests
 	SCREENSHOTS=1 $(BIN)/pytest -n auto --dist worksteal -m browser
 
 ## golden: rewrite the pipeline's expected-output files (tests/compression/golden/expected/); review the diff
