@@ -89,6 +89,7 @@ DETAILS: dict[str, str] = {
     "requirement_negated": "the summary negates a requirement",
     "approval_refused": "an approval became a refusal",
     "not_restated": "no restatement found",
+    "restriction_dropped": "the summary names the scope but drops the restriction to it (only, 只)",
     "approval_lost": "approval lost",
     "constraint_unsourced": "a prohibition or approval no user gave",
     "pinned_unsourced": "a pinned constraint or approval that is not in the originals",
@@ -1310,13 +1311,17 @@ def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> Drif
     ask = _clauses(r.text)[0] if len(_clauses(r.text)) > 1 and len(_content_words(_clauses(r.text)[0])) >= 2 else r.text
     needle = _needle(ask)
     terms, ids = _terms(ask)
-    if ids and any(ids & s.terms for s in prose):  # it names what it is about: "工单 OPS-2291 已创建"
+    # it names what it is about: "工单 OPS-2291 已创建"; all of it, or some and the ask's action ("rename
+    # fmt_money to format_money" is not kept by "fmt_money formats the totals")
+    whole = {i for i in ids if re.search(r"[_./\d-]", i)} or ids
+    verbs = (needle - whole) & _VERB_CONCEPTS
+    if whole and any(whole <= s.terms or (whole & s.terms and (not verbs or verbs & _hay(s.text))) for s in prose):
         return None
     for s in prose:
         if _cross(r.text, s.text):
             if _x_about(needle, s):
                 return None
-        elif _overlap(terms - _VERBS, s.terms) >= MATCH:
+        elif _overlap(terms - _VERBS - ids, s.terms) >= MATCH:  # (the names were looked at above)
             return None
     # a question to look something up ("check which architecture the runner uses") is answered, not kept: a note
     lookup = re.match(
@@ -1346,9 +1351,30 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
         )
         if (negates and not _OUTCOME.search(s.text)) or _widens(c, s):
             return _finding("constraint_inverted", c, s.text, "requirement_negated")
-    if about or c.text in summary or (pinned and c.text in pinned):
+    if c.text in summary or (pinned and c.text in pinned):
+        return None
+    restricted = any(is_negated(s.text) for s in about) or any(_complement_negated(c, s) for s in prose)
+    if about and _SCOPE.search(c.text) and not restricted:
+        # "staging only" is not kept by "ran the migration on staging": the restriction itself is gone
+        return _finding("constraint_dropped", c, "", "restriction_dropped", "medium")
+    if about:
         return None
     return _finding("constraint_dropped", c, "", "not_restated")
+
+
+# a restriction to one scope: "staging only", "only touch the tests", "只动预发", "仅限退款" (not "only one left",
+# "只有", "只是": the shared cues already leave those out of the constraints)
+_SCOPE = re.compile(
+    r"\b(?:only|solely|exclusively)\b|(?<![一两三几每])只(?!是|有|要|好|不过|见|剩|会)[\u4e00-\u9fff]|仅限?", re.I
+)
+#: the scope a restriction leaves out, by concept: "staging only" is kept by "never production"
+_COMPLEMENT = {"stag": "prod", "test": "prod"}
+
+
+def _complement_negated(c: _Statement, s: _Statement) -> bool:
+    """``s`` forbids what the restriction ``c`` leaves out ("nothing on production" for "staging only")."""
+    left_out = {_COMPLEMENT[t] for t in _needle(c.text) if t in _COMPLEMENT}
+    return bool(left_out & _hay(s.text)) and _is_hard_negation(s.text)
 
 
 _HARD_NEG = re.compile(_HARD_NEG_EN.pattern + "|" + _HARD_NEG_ZH.pattern, re.I)
@@ -1471,15 +1497,25 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     # a line that only names the approved thing ("- migrations/0057_split_orders.sql") keeps no approval
     other = [s for s in prose if _cross(a.text, s.text) and _x_about(needle, s) and _beyond_names(needle, s.text)]
     # the same language, by concept too: "run a migration on staging" is about "approve running 0042_add_index"
-    other += [s for s in prose if not _cross(a.text, s.text) and len(needle) >= 3 and _x_about(needle, s)]
+    same = [s for s in prose if not _cross(a.text, s.text) and len(needle) >= 3 and _x_about(needle, s)]
     if a.text not in summary and not _PENDING.search(a.text):
         for s in about:
             # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
             if _negates(s, a.terms, _PENDING) and not _grants(s) and not _OUTCOME.search(s.text):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
-        for s in other:
+        for s in other + same:
             if _x_negates(s, needle, _PENDING) and not _grants(s) and not _OUTCOME.search(s.text):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
+    # a sentence that only mentions the approved thing ("0042_add_index is causing lock timeouts") keeps no
+    # approval: it says it was given, asked for, planned, done, or how it turned out, or it states the approved
+    # action ("拆分 calc_tax 为两个函数" for "把 calc_tax 拆成两个函数吧，我同意")
+    # (without the names: "0042_add_index" names a migration, it does not add or run one)
+    action = _needle(_NAME_TOKEN.sub(" ", a.text)) & _VERB_CONCEPTS
+    about = [
+        s
+        for s in about + same
+        if _is_approval(s.text) or _is_request(s.text) or _OUTCOME.search(s.text) or action & _hay(s.text)
+    ]
     about += other
     if a.text in summary or about:
         return None
@@ -1487,6 +1523,9 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     ack = not (a.core or set()) - _ACK_WORDS
     return _finding("constraint_dropped", a, "", "approval_lost", "low" if ack else "medium")
 
+
+# a token that names something: it holds an underscore, a digit, a dot or a slash ("0042_add_index", "deploy.sh")
+_NAME_TOKEN = re.compile(r"[\w./-]*[_\d./][\w./-]*", re.ASCII)
 
 _NO_RULES = re.compile(
     r"\bpinned\s+facts\b|\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?"
@@ -1696,10 +1735,42 @@ def _error_keys(line: str) -> set[str]:
     return {k for k in keys if len(k) > 2} - {"Error", "Exception"}
 
 
+# a log line's stamp and level: "2026-11-30T14:01:17.331Z ERROR", "1:M 30 Nov 2026 14:00:59.001 #"; its numbers
+# name no error (a summary that reuses them, even inside an invented id, keeps nothing)
+_LOG_STAMP = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?Z?)?"
+    r"|\b\d{1,2}\s+[A-Z][a-z]{2}\s+\d{4}\b|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b|^\s*\d+:[A-Z]\b"
+    r"|\b(?:ERROR|WARN(?:ING)?|INFO|FATAL|CRITICAL|DEBUG)\b"
+)
+
+
+# an error said in words, with no exception or code to name it: "could not acquire migration lock; aborting"
+_ERROR_WORDS = re.compile(
+    r"\b(?:could\s+not|cannot|can'?t|unable\s+to|failed\s+to|abort(?:ed|ing)|fatal|panic(?:ked)?)\b|无法|未能|中止", re.I
+)
+
+
+def _error_kept(line: str, keys: set[str], specific: set[str], summary: str, lines: list[str]) -> bool:
+    """Whether a summary keeps a tool's error line: by one of its own names (the exception, a quoted value, an
+    identifier; "KeyError" alone does not say which KeyError, and "the currency key was missing"
+    does not say ``KeyError: 'currency_code'``), or in the other language by its concepts ("连接 10.0.3.17:6379
+    被拒绝"); a line with no name of its own by most of its words, in either language."""
+    folded = summary.casefold()
+    if any(k.casefold() in folded for k in specific or keys):
+        return True
+    body = _LOG_STAMP.sub(" ", line)
+    needle = frozenset(_needle(body) - {"1"})
+    if len(needle) < 2:
+        return not keys
+    if keys:
+        return any(_cross(line, s) and _x_about_text(needle, s) for s in lines)
+    words = set(needle | key_terms(body))
+    return any(_x_about_text(needle, s) or _overlap(words, set(_hay(s))) >= MATCH for s in lines)
+
+
 def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list[DriftFinding]:
-    """Errors that appear only in tool output ("KeyError: 'currency_code'" in a pytest run): a summary keeps
-    each by one of its names (the exception, a quoted value, an identifier), or in the other language by its
-    concepts ("连接 10.0.3.17:6379 被拒绝"). A note (low): the pinned facts usually keep them."""
+    """Errors that appear only in tool output ("KeyError: 'currency_code'" in a pytest run) and that the summary
+    does not keep (:func:`_error_kept`). A note (low): the pinned facts usually keep them."""
     findings = []
     seen: set[str] = set()
     lines = summary.splitlines()
@@ -1712,14 +1783,14 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
         for line in salient_error_lines(text, limit=2):
             keys = _error_keys(line)
             specific = keys - {m.group(0) for m in _ERROR_NAME.finditer(line)}
-            if not keys or (specific & seen if specific else keys <= seen):
+            if not keys and not _ERROR_WORDS.search(line):
+                continue  # "4 failed, 16 passed", "http_req_failed: 0.10%": counters, no error of their own
+            # an error in words only is known by its words
+            names = specific or keys or {" ".join(sorted(key_terms(_LOG_STAMP.sub(" ", line))))}
+            if names <= seen or (specific and specific & seen):
                 continue
-            seen |= specific or keys
-            # by a name of its own: "KeyError" alone does not say which KeyError
-            if any(k in summary for k in specific or keys):
-                continue
-            needle = frozenset(_needle(line) - {"1"})
-            if len(needle) >= 2 and any(_x_about_text(needle, s) for s in lines):
+            seen |= names
+            if _error_kept(line, keys, specific, summary, lines):
                 continue
             findings.append(
                 DriftFinding(

@@ -250,6 +250,7 @@ DETAILS: dict[str, Label] = {
     "requirement_negated": gettext_lazy("the summary negates a requirement"),
     "approval_refused": gettext_lazy("an approval became a refusal"),
     "not_restated": gettext_lazy("no restatement found"),
+    "restriction_dropped": gettext_lazy("the summary names the scope but drops the restriction to it (only, 只)"),
     "approval_lost": gettext_lazy("approval lost"),
     "constraint_unsourced": gettext_lazy("a prohibition or approval no user gave"),
     "pinned_unsourced": gettext_lazy("a pinned constraint or approval that is not in the originals"),

@@ -184,8 +184,13 @@ class TestRequirements:
     MESSAGES = [user("Only use the staging cluster for load tests."), user("必须先备份数据库再迁移。")]
 
     def test_it_accepts_a_restated_requirement(self) -> None:
-        summary = "- Load tests run on the staging cluster.\n- 迁移前先备份数据库。"
+        summary = "- Load tests run only on the staging cluster.\n- 迁移前先备份数据库。"
         assert check_drift(self.MESSAGES, summary) == []
+
+    def test_naming_the_scope_without_its_restriction_drops_it(self) -> None:
+        summary = "- Load tests run on the staging cluster.\n- 迁移前先备份数据库。"
+        found = check_drift(self.MESSAGES, summary)
+        assert [(f.kind, f.code, f.severity) for f in found] == [("constraint_dropped", "restriction_dropped", "medium")]
 
     def test_it_catches_a_negated_requirement(self) -> None:
         summary = "- Load tests do not use the staging cluster.\n- 迁移前先备份数据库。"
@@ -493,8 +498,13 @@ class TestAcrossLanguages:
             "Do not run the production migration yet; only touch staging.", "Run the production migration next."
         )
         findings = check_drift(OPS_ZH, summary)
-        assert kinds(findings) == ["constraint_inverted"]
+        # "only touch staging" went with it: "deploy ... to staging" names the scope, not the restriction
+        assert [(f.kind, f.code) for f in findings] == [
+            ("constraint_inverted", "negation_missing"),
+            ("constraint_dropped", "restriction_dropped"),
+        ]
         assert findings[0].evidence["original"].startswith("注意：先不要执行生产环境的迁移")
+        assert findings[1].evidence["original"] == "只动预发"
 
     def test_an_english_constraint_inverted_in_chinese_is_caught(self) -> None:
         summary = "- 重构 export/invoice_writer.py 的 build_rows（INV-20931）。\n- 下一步：修改 deploy.sh。"
@@ -690,6 +700,51 @@ class TestToolOutputAndShortIds:
         assert kinds(check_drift(messages, "- 迁移失败了。")) == ["identifier_missing"]
 
 
+def test_an_approval_needs_more_than_a_mention_of_its_object() -> None:
+    messages = [
+        assistant("0042_add_index needs approval before it runs on staging."),
+        user("Yes, I approve running 0042_add_index on staging."),
+    ]
+    mentioned = "- The migration 0042_add_index is causing lock timeouts on staging."
+    assert [(f.kind, f.code) for f in serious(check_drift(messages, mentioned))] == [
+        ("constraint_dropped", "approval_lost")
+    ]
+    for kept in (
+        "- The user approved running 0042_add_index on staging.",
+        "- 0042_add_index ran on staging and failed with a lock timeout.",
+        "- 用户批准在预发执行 0042_add_index。",
+    ):
+        assert serious(check_drift(messages, kept)) == [], kept
+
+
+class TestErrorsInWords:
+    MESSAGES = [
+        call("c1", "terminal", {"cmd": "./scripts/migrate.sh staging 0057_split_orders"}),
+        result(
+            "c1",
+            "2026-11-30T14:01:17.330Z INFO migrate request_id=req-1 status=200\n"
+            "2026-11-30T14:01:17.331Z ERROR migrate could not acquire migration lock; aborting",
+        ),
+        call("c2", "terminal", {"cmd": "pytest -q"}),
+        result("c2", "4 failed, 16 passed in 3.81s"),
+    ]
+
+    def test_an_error_without_a_name_is_checked_by_its_words(self) -> None:
+        found = check_drift(self.MESSAGES, "- The migration was started on staging.")
+        assert [(f.code, f.source_index) for f in found] == [("tool_error_missing", 1)]
+        assert "could not acquire migration lock" in found[0].evidence["original"]
+        for kept in ("- The migration could not acquire its lock and aborted.", "- 迁移拿不到迁移锁，已中止。"):
+            assert check_drift(self.MESSAGES, kept) == [], kept
+
+    def test_a_log_stamp_keeps_no_error(self) -> None:
+        messages = [
+            call("c1", "terminal", {"cmd": "kubectl logs redis-0"}),
+            result("c1", "1:M 30 Nov 2026 14:00:59.001 # Can't open the append-only file: Permission denied"),
+        ]
+        found = check_drift(messages, "- Request ids: req-30 Nov 2026 14:00:59.001.")
+        assert "tool_error_missing" in [f.code for f in found]
+
+
 class TestAttribution:
     MESSAGES = [
         user("Why is the export slow?"),
@@ -739,6 +794,23 @@ class TestRulesRestatedByTheAgent:
         dropped = check_drift(messages, "- Checked the pods.")
         assert {f.kind for f in dropped} == {"constraint_dropped"} and len(dropped) >= 2
 
+    @pytest.mark.parametrize(
+        ("ack", "scope_named", "kept"),
+        [
+            (
+                "Understood: staging only. Checking the current state first.",
+                "- Ran the migration on staging; it failed with a lock timeout.",
+                "- Nothing goes to production; the migration ran on staging and failed.",
+            ),
+            ("明白：只动预发。先看当前状态。", "- 在预发执行了迁移，拿锁失败。", "- 只在预发操作；迁移执行失败。"),
+        ],
+    )
+    def test_a_scope_named_without_its_restriction_is_dropped(self, ack: str, scope_named: str, kept: str) -> None:
+        messages = [assistant(ack), user("ok")]
+        found = serious(check_drift(messages, scope_named))
+        assert [(f.kind, f.code) for f in found] == [("constraint_dropped", "restriction_dropped")]
+        assert serious(check_drift(messages, kept)) == []
+
     def test_the_user_grants_approvals_and_does_not_ask_for_them(self) -> None:
         messages = [assistant("Shall I run 0042_add_index on staging?"), user("Yes, I approve running 0042_add_index.")]
         wrong = check_drift(messages, "- The user requested approval for running 0042_add_index.")
@@ -768,6 +840,13 @@ class TestRequestsMidRun:
         assert [(f.kind, f.code, f.source_index) for f in found] == [("constraint_dropped", "request_dropped", 2)]
         found = check_drift(self.MESSAGES, "- NO6JO3 now departs May 17 on HAT136.\n- Add one checked bag to NO6JO3.")
         assert [(f.code, f.source_index) for f in found] == [("request_dropped", 3)]
+
+    def test_a_rename_is_not_kept_by_its_old_name_alone(self) -> None:
+        messages = [user("Fix the totals."), user("Can you rename fmt_money to format_money while you're at it?")]
+        found = check_drift(messages, "- fmt_money formats the totals; the JPY case fails.")
+        assert [(f.code, f.source_index) for f in found] == [("request_dropped", 1)]
+        assert serious(check_drift(messages, "- Renamed fmt_money to format_money (an alias keeps the old name).")) == []
+        assert check_drift(messages, "- format_money replaces fmt_money.") == []
 
     def test_a_request_kept_in_either_language_is_quiet(self) -> None:
         summary = "- NO6JO3 departs May 17 on HAT136.\n- 用户要求给该预订加一件托运行李。\n- Set the log level to INFO."
