@@ -190,7 +190,9 @@ class TestRequirements:
     def test_naming_the_scope_without_its_restriction_drops_it(self) -> None:
         summary = "- Load tests run on the staging cluster.\n- 迁移前先备份数据库。"
         found = check_drift(self.MESSAGES, summary)
-        assert [(f.kind, f.code, f.severity) for f in found] == [("constraint_dropped", "restriction_dropped", "medium")]
+        assert [(f.kind, f.code, f.severity) for f in found] == [
+            ("constraint_dropped", "restriction_dropped", "medium")
+        ]
 
     def test_it_catches_a_negated_requirement(self) -> None:
         summary = "- Load tests do not use the staging cluster.\n- 迁移前先备份数据库。"
@@ -845,7 +847,9 @@ class TestRequestsMidRun:
         messages = [user("Fix the totals."), user("Can you rename fmt_money to format_money while you're at it?")]
         found = check_drift(messages, "- fmt_money formats the totals; the JPY case fails.")
         assert [(f.code, f.source_index) for f in found] == [("request_dropped", 1)]
-        assert serious(check_drift(messages, "- Renamed fmt_money to format_money (an alias keeps the old name).")) == []
+        assert (
+            serious(check_drift(messages, "- Renamed fmt_money to format_money (an alias keeps the old name).")) == []
+        )
         assert check_drift(messages, "- format_money replaces fmt_money.") == []
 
     def test_a_request_kept_in_either_language_is_quiet(self) -> None:
