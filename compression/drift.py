@@ -1659,11 +1659,10 @@ _SHORT_RESULT = 160
 _DIGEST = re.compile(rf"\b{_HEX}{{12,64}}\b")
 
 
-def _check_identifiers(
-    messages: Sequence[dict[str, Any]], constraints: list[_Statement], summary: str, corpus: str
-) -> list[DriftFinding]:
+def _check_identifiers(messages: Sequence[dict[str, Any]], summary: str, corpus: str) -> list[DriftFinding]:
+    """Identifiers the originals gave that the summary lacks (notes: an identifier of a constraint too, whose own
+    check says whether the constraint was dropped), and identifiers and numbers no original holds."""
     findings = []
-    in_constraints = {i for c in constraints for i in _identifiers(c.text)}
     for index, m in enumerate(messages):
         if isinstance(m, dict) and m.get("role") == "tool" and len(content_text(m).strip()) <= _SHORT_RESULT:
             # a short result is the answer to its call ("sha256:4b8e…" for "look at the image digest"): a note
@@ -1692,7 +1691,7 @@ def _check_identifiers(
                 findings.append(
                     DriftFinding(
                         "identifier_missing",
-                        "medium" if ident in in_constraints else "low",
+                        "low",
                         {"original": ident, "summary": ""},
                         index,
                         "user_identifier_missing" if by_user else "assistant_identifier_missing",
@@ -2700,7 +2699,7 @@ def check_drift(
         extra_c, extra_a = _user_statements(context_messages)
         constraints, approvals = constraints + extra_c, approvals + extra_a
     findings += _check_fabricated(prose, pinned, constraints, approvals, corpus, frozenset(_rule_sentences(prose_text)))
-    findings += _check_identifiers(original_messages, constraints, summary_text, corpus)
+    findings += _check_identifiers(original_messages, summary_text, corpus)
     findings += _check_hedges(original_messages, prose)
     findings += _check_progress(original_messages, checked)
     findings += _check_tool_errors(original_messages, summary_text)
