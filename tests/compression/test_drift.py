@@ -593,6 +593,18 @@ class TestProgressClaims:
         findings = check_drift(TESTS_EN, summary + line)
         assert [(f.kind, f.code) for f in findings] == [("progress_fabricated", "tests_not_passed")]
 
+    @pytest.mark.parametrize("line", ["- No further action is required at this time.", "- 无需进一步操作。"])
+    def test_work_claimed_finished_after_a_failure_is_noted(self, line: str) -> None:
+        messages = [
+            user("Run the migration 0042_add_index on staging."),
+            assistant("The migration failed with a lock timeout; nothing was applied."),
+        ]
+        findings = check_drift(messages, "- The migration 0042_add_index failed on staging.\n" + line)
+        assert [(f.kind, f.code) for f in findings] == [("progress_fabricated", "progress_unsupported")]
+        assert findings[0].evidence["summary"] == line[2:]
+        done = [*messages[:1], assistant("Done: 0042_add_index was applied on staging, the work is complete.")]
+        assert check_drift(done, "- 0042_add_index was applied on staging.\n" + line) == []
+
     def test_tests_claimed_passed_with_no_run(self) -> None:
         findings = check_drift([user("Split build_rows into smaller functions.")], "- All tests pass.")
         assert [(f.kind, f.code, f.severity) for f in findings] == [
