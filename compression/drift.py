@@ -1296,11 +1296,19 @@ def _check_standing(c: _Statement, prose: list[_Statement], summary: str) -> Dri
             return _finding("constraint_dropped", c, "", "command_dropped")
     numbers = _limit_numbers(c.text)
     if numbers:
-        # the number, said of the same thing (one shared word is enough: the number is the strong part)
+        # the number, said of the same thing (one shared word is enough: the number is the strong part), not
+        # a digit of an address, a timestamp or a version ("10.0.3.17:6379" holds no limit of 3)
         words = (set(_needle(c.text)) | c.terms) - numbers
-        if not any(numbers & _needle(line) and (not words or words & _hay(line)) for line in summary.splitlines()):
+        lines = [_NUMBERED_NAME.sub(" ", line) for line in summary.splitlines()]
+        if not any(numbers & _needle(line) and (not words or words & (_hay(line) | key_terms(line))) for line in lines):
             return _finding("constraint_dropped", c, "", "limit_dropped")
     return None
+
+
+# a token with a digit and a letter, colon, slash or underscore: an address, a stamp, a version, an id
+_NUMBERED_NAME = re.compile(
+    r"[^\s`'\"()\[\]]*(?:\d[^\s`'\"()\[\]]*[A-Za-z_/:]|[A-Za-z_/:][^\s`'\"()\[\]]*\d)[^\s`'\"()\[\]]*", re.ASCII
+)
 
 
 def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
@@ -1353,7 +1361,14 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
             return _finding("constraint_inverted", c, s.text, "requirement_negated")
     if c.text in summary or (pinned and c.text in pinned):
         return None
-    restricted = any(is_negated(s.text) for s in about) or any(_complement_negated(c, s) for s in prose)
+    # (a cue inside a quoted command restricts nothing: "`helm history payments-api --max 10`"; nor does an
+    # outcome: "was not applied on staging because of a lock timeout")
+    restricted = any(
+        is_negated(_CODE_SPAN.sub(" ", clause.text)) and not _OUTCOME.search(clause.text)
+        for s in about
+        for clause in _whole(s)
+    )
+    restricted = restricted or any(_complement_negated(c, s) for s in prose)
     if about and _SCOPE.search(c.text) and not restricted:
         # "staging only" is not kept by "ran the migration on staging": the restriction itself is gone
         return _finding("constraint_dropped", c, "", "restriction_dropped", "medium")
@@ -1367,6 +1382,7 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
 _SCOPE = re.compile(
     r"\b(?:only|solely|exclusively)\b|(?<![一两三几每])只(?!是|有|要|好|不过|见|剩|会)[\u4e00-\u9fff]|仅限?", re.I
 )
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
 #: the scope a restriction leaves out, by concept: "staging only" is kept by "never production"
 _COMPLEMENT = {"stag": "prod", "test": "prod"}
 

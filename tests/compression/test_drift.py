@@ -825,6 +825,14 @@ class TestRulesRestatedByTheAgent:
         assert [(f.kind, f.code) for f in found] == [("constraint_dropped", "restriction_dropped")]
         assert serious(check_drift(messages, kept)) == []
 
+    def test_a_limit_is_not_kept_by_a_digit_of_an_address_or_a_command(self) -> None:
+        messages = [assistant("明白：健康检查最多重试三次。"), user("ok")]
+        copied_log = "- 2026-11-30T14:01:17.330Z ERROR migrate: connecting to 10.0.3.17:6379 refused (/v1/health)."
+        assert [f.code for f in check_drift(messages, copied_log) if f.kind == "constraint_dropped"] == [
+            "limit_dropped"
+        ]
+        assert check_drift(messages, "- 健康检查最多重试 3 次。") == []
+
     def test_the_user_grants_approvals_and_does_not_ask_for_them(self) -> None:
         messages = [assistant("Shall I run 0042_add_index on staging?"), user("Yes, I approve running 0042_add_index.")]
         wrong = check_drift(messages, "- The user requested approval for running 0042_add_index.")
