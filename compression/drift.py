@@ -1320,10 +1320,18 @@ def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> Drif
     needle = _needle(ask)
     terms, ids = _terms(ask)
     # it names what it is about: "工单 OPS-2291 已创建"; all of it, or some and the ask's action ("rename
-    # fmt_money to format_money" is not kept by "fmt_money formats the totals")
+    # fmt_money to format_money" is not kept by "fmt_money formats the totals"); one name, with what is asked of
+    # it ("查一下 #W7730285 的物流" is not kept by "#W7730285 的退货已提交")
     whole = {i for i in ids if re.search(r"[_./\d-]", i)} or ids
     verbs = (needle - whole) & _VERB_CONCEPTS
-    if whole and any(whole <= s.terms or (whole & s.terms and (not verbs or verbs & _hay(s.text))) for s in prose):
+    asked = {t for t in _needle(_NAME_TOKEN.sub(" ", ask)) if not t.isdigit()}
+
+    def keeps(s: _Statement) -> bool:
+        if whole <= s.terms:
+            return len(whole) > 1 or not asked or bool(asked & (_hay(s.text) | key_terms(s.text)))
+        return bool(whole & s.terms) and (not verbs or bool(verbs & _hay(s.text)))
+
+    if whole and any(keeps(s) for s in prose):
         return None
     for s in prose:
         if _cross(r.text, s.text):
@@ -1333,7 +1341,10 @@ def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> Drif
             return None
     # a question to look something up ("check which architecture the runner uses") is answered, not kept: a note
     lookup = re.match(
-        r"\W*(?:can\s+you\s+|please\s+)?(?:check|look|find|see)\b|\W*(?:查一下|看一下|查查|看看)", ask, re.I
+        r"\W*(?:(?:also|and|btw)\W+)?(?:can\s+you\s+|could\s+you\s+|please\s+)?(?:check|look|find|see)\b"
+        r"|\W*(?:顺便|另外|还有)?(?:帮我|麻烦你?|请)?(?:查一下|看一下|查查|看看|查下|看下)",
+        ask,
+        re.I,
     )
     return _finding("constraint_dropped", r, "", "request_dropped", "low" if lookup else "medium")
 

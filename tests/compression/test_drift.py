@@ -872,6 +872,15 @@ class TestRequestsMidRun:
         )
         assert check_drift(messages, "- format_money replaces fmt_money.") == []
 
+    def test_a_request_about_one_name_needs_what_was_asked(self) -> None:
+        messages = [user("帮我退 #W5823417 的键盘。"), user("另外帮我把订单 #W7730285 的地址改成上海。")]
+        found = check_drift(messages, "- #W5823417 的键盘已退货。\n- #W7730285 的键盘已退货。")
+        assert [(f.code, f.source_index, f.severity) for f in found] == [("request_dropped", 1, "medium")]
+        assert check_drift(messages, "- #W5823417 的键盘已退货。\n- 用户要求把 #W7730285 的地址改成上海。") == []
+        lookup = [user("帮我退 #W5823417 的键盘。"), user("顺便帮我查一下 #W7730285 的物流，好像一直没动。")]
+        found = check_drift(lookup, "- #W5823417 的键盘已退货。\n- #W7730285 的键盘已退货。")
+        assert [(f.code, f.severity) for f in found] == [("request_dropped", "low")]  # answered, not kept: a note
+
     def test_a_request_kept_in_either_language_is_quiet(self) -> None:
         summary = "- NO6JO3 departs May 17 on HAT136.\n- 用户要求给该预订加一件托运行李。\n- Set the log level to INFO."
         assert check_drift(self.MESSAGES, summary) == []
