@@ -113,6 +113,7 @@ DETAILS: dict[str, str] = {
     "log_line_spliced": "a log line quoted in the summary that no log holds (parts of two lines)",
     "instruction_copied": "the summary copies the summarizer's own rules as if they were the session's",
     "identifier_mistyped": "the summary calls an identifier something it is not (an order for a user id)",
+    "value_misplaced": "the summary gives a name the number a tool's table shows for another name",
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
     "tests_never_run": "the summary says the tests passed; no test run is in the originals",
@@ -2200,6 +2201,41 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
 _NAME_NUMBER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]?\s+(\d+)\s*$", re.M)
 
 
+def _check_values(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
+    """A number given to the wrong name of a tool's table ("apply_rates: 22 lines" when the table says
+    ``apply_rates 31`` and ``normalize_row 22``)."""
+    tables: list[tuple[int, dict[str, set[str]]]] = []
+    for index, m in enumerate(messages):
+        if isinstance(m, dict) and m.get("role") == "tool":
+            rows: dict[str, set[str]] = {}
+            for hit in _NAME_NUMBER.finditer(content_text(m)[:20_000]):
+                rows.setdefault(hit.group(1), set()).add(hit.group(2))
+            if len(rows) >= 3:
+                tables.append((index, rows))
+    findings = []
+    for line in _CITATION.sub(" ", prose_text).splitlines():
+        for index, rows in tables:
+            for said in _SAID_VALUE.finditer(line):
+                name, number = said.group(1), said.group(2)
+                if name not in rows or number in rows[name]:
+                    continue
+                owners = [other for other, values in rows.items() if number in values and other != name]
+                if owners and not any(owner in line for owner in owners):
+                    evidence = {
+                        "original": f"{name} {'/'.join(sorted(rows[name]))}; {owners[0]} {number}",
+                        "summary": line.strip(),
+                    }
+                    findings.append(DriftFinding("wrong_attribution", "medium", evidence, index, "value_misplaced"))
+    unique = {f.evidence["summary"]: f for f in reversed(findings)}
+    return list(reversed(unique.values()))
+
+
+# a name and the number said of it: "apply_rates: 22 lines", "**write_csv** (35 lines)", "calc_tax 是 46 行"
+_SAID_VALUE = re.compile(
+    r"([A-Za-z_][\w.]*)\W{0,4}(?:(?:is|has|at|was|now|still|是|有|为|共)\s*){0,2}\W{0,2}(\d+)(?![\d.,:/])", re.ASCII
+)
+
+
 def _check_breaches(
     messages: Sequence[dict[str, Any]], constraints: list[_Statement], summary: str
 ) -> list[DriftFinding]:
@@ -2759,6 +2795,7 @@ def check_drift(
     findings += _check_roles(original_messages, prose_text)
     findings += _check_log_lines(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)
+    findings += _check_values(original_messages, prose_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings

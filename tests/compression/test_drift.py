@@ -759,6 +759,20 @@ class TestErrorsInWords:
         assert "tool_error_missing" in [f.code for f in found]
 
 
+def test_a_number_given_to_the_wrong_name_of_a_table() -> None:
+    messages = [
+        user("每个函数不超过 40 行。"),
+        call("c1", "terminal", {"cmd": "python scripts/func_lengths.py export/invoice_writer.py"}),
+        result("c1", "build_rows 38\nnormalize_row 22\napply_rates 31\ngroup_by_customer 44"),
+    ]
+    found = [f for f in check_drift(messages, "- **apply_rates**: 22 lines.") if f.kind == "wrong_attribution"]
+    assert [(f.code, f.source_index, f.evidence["original"]) for f in found] == [
+        ("value_misplaced", 2, "apply_rates 31; normalize_row 22")
+    ]
+    for kept in ("- apply_rates: 31 lines; normalize_row 22.", "- group_by_customer 有 44 行，超过 40 行。"):
+        assert [f for f in check_drift(messages, kept) if f.kind == "wrong_attribution"] == [], kept
+
+
 class TestAttribution:
     MESSAGES = [
         user("Why is the export slow?"),
