@@ -2450,7 +2450,9 @@ _TEST_RESULT = re.compile(
 )
 _TEST_FAILED = re.compile(r"\b[1-9]\d*\s+(?:failed|errors?)\b|\bFAILED\b|\bFAIL\b|失败")
 _EXIT_ZERO_CLAIM = re.compile(
-    r"\bexit\s+(?:code|status)\s*[:=]?\s*0\b|\breturn\s*code\s*[:=]?\s*0\b|退出码\s*[:：为是]?\s*0(?!\d)", re.I
+    r"\bexit\s+(?:code|status)\s*[:=]?\s*0\b|\breturn\s*code\s*[:=]?\s*0\b|<returncode>\s*0\s*</returncode>"
+    r"|退出码\s*[:：为是]?\s*0(?!\d)",
+    re.I,
 )
 # a result that is no success
 _FAILED_RESULT = re.compile(

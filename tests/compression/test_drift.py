@@ -605,6 +605,19 @@ class TestProgressClaims:
         done = [*messages[:1], assistant("Done: 0042_add_index was applied on staging, the work is complete.")]
         assert check_drift(done, "- 0042_add_index was applied on staging.\n" + line) == []
 
+    def test_a_run_that_exits_0_is_no_failure_of_the_file_it_runs(self) -> None:
+        output = (
+            "<returncode>0</returncode>\n<output>\nCaught ValidationError: price\nSUCCESS: expected error\n</output>"
+        )
+        messages = [
+            user("Make the validation error code customizable."),
+            call("c1", "write_file", {"path": "reproduce_issue.py", "content": "print('x')"}),
+            result("c1", "ok"),
+            call("c2", "terminal", {"cmd": "python reproduce_issue.py"}),
+            result("c2", output),
+        ]
+        assert serious(check_drift(messages, "- reproduce_issue.py: edited.")) == []
+
     def test_tests_claimed_passed_with_no_run(self) -> None:
         findings = check_drift([user("Split build_rows into smaller functions.")], "- All tests pass.")
         assert [(f.kind, f.code, f.severity) for f in findings] == [
