@@ -217,7 +217,9 @@ _IMPERATIVE = re.compile(
 _REQUEST_ZH = re.compile(r"要求|让|请|需要|应该|应当|计划|准备|打算|同意|批准|已经|已|了|将|要|开始|继续|执行|可以")
 # uncertainty in what someone said ("I suspect", "可能")
 _HEDGE = re.compile(
-    r"\b(?:maybe|might|may(?!\s+\d)|suspect\w*|possibl[ey]|likely|probabl[ey]|perhaps|seems?|appears?|could"
+    r"\b(?:maybe|might|may(?!\s+\d)|suspect\w*|possibl[ey]|likely|probabl[ey]|perhaps|seems?"
+    r"|appears?(?=\s+(?:to|that)\b)|it\s+appears"
+    r"|could(?!\s+you\b)"
     r"|unclear|not\s+sure|uncertain|hypothes\w+|guess\w*|looks?\s+like|suggests?|presumabl[ey]|i\s+think"
     r"|i\s+believe|working\s+theory|can'?t\s+confirm|cannot\s+confirm"
     r"|not\s+(?:yet\s+)?(?:confirmed|verified|checked)|haven'?t\s+(?:yet\s+)?(?:confirmed|verified|checked))\b"
@@ -1552,8 +1554,9 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     return _finding("constraint_dropped", a, "", "approval_lost", "low" if ack else "medium")
 
 
-# a token that names something: it holds an underscore, a digit, a dot or a slash ("0042_add_index", "deploy.sh")
-_NAME_TOKEN = re.compile(r"[\w./-]*[_\d./][\w./-]*", re.ASCII)
+# a token that names something: it holds an underscore, a digit, or a dot or slash inside ("0042_add_index",
+# "deploy.sh", "libxml2"; not "headers.")
+_NAME_TOKEN = re.compile(r"(?<![\w./-])(?:[\w-]+(?:[./][\w-]+)+|[\w-]*_[\w-]*|[\w-]*\d[\w-]*)", re.ASCII)
 
 _NO_RULES = re.compile(
     r"\bpinned\s+facts\b|\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?"
@@ -2290,14 +2293,39 @@ def _hedged(sentence: str, index: int) -> list[_Statement]:
 def _about_hedge(h: _Statement, s: _Statement) -> bool:
     """``s`` repeats the claim ``h``: most of its terms, and half of its words beyond the identifiers."""
     words = h.terms - h.anchors
-    # a clause alone (``core`` set) must be repeated nearly whole: it has few terms
-    share = INVERT_MATCH if h.core else HEDGE_MATCH
-    return _overlap(h.terms, s.terms) >= share and (not words or _overlap(words, s.terms) >= 0.5)
+    # a clause alone (``core`` set), or a short sentence, must be repeated nearly whole: it has few terms
+    share = INVERT_MATCH if h.core or len(h.terms) <= 4 else HEDGE_MATCH
+    if _overlap(h.terms, s.terms) < share:
+        return False
+    # the parts of a name are not its words ("update_str_printer.py: edited" says nothing of a "str printer"), and
+    # another name is another thing (sympy.printing.str is not sympy.printing.latex)
+    names, said = _names(h.text), _names(s.text)
+    if names and said and not names & said:
+        return False
+    return not words or _overlap(words, key_terms(_NAME_TOKEN.sub(" ", s.text))) >= 0.5
+
+
+def _names(text: str) -> set[str]:
+    return {m.group(0).lower() for m in _NAME_TOKEN.finditer(text) if not m.group(0).isdigit()}
 
 
 def _confirms(plain: _Statement, hedged: _Statement) -> bool:
     later = plain.index is not None and hedged.index is not None and plain.index > hedged.index
     return later and _overlap(hedged.terms, plain.terms) >= INVERT_MATCH
+
+
+#: words that say little of what a hedge is about ("too", "used": "add", as the constraints read it)
+_FILLER = frozenset({"too", "also", "just", "very", "really", "only", "add", "still", "even", "now"})
+
+
+def _is_list(text: str) -> bool:
+    """A line that lists names ("Identifiers: User object (1), setting cache, outer_user, __get__, ..."): it claims
+    nothing, so it restates no hedge."""
+    items = [item.split() for item in re.split(r"[,，、]", text)]
+    return len(items) >= 4 and sorted(len(words) for words in items)[len(items) // 2] <= 3
+
+
+_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
 
 
 def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
@@ -2306,7 +2334,8 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
     for index, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ("assistant", "user") or is_summary_message(m):
             continue
-        for sentence in split_sentences(windowed(content_text(m), 6_000, 4_000)):
+        # (code the agent wrote hedges nothing: 'print("Could not find loop")')
+        for sentence in split_sentences(_CODE_BLOCK.sub(" ", windowed(content_text(m), 6_000, 4_000))):
             if _HEDGE.search(sentence):
                 hedged.append(_hedged(sentence, index))
             else:
@@ -2314,12 +2343,13 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
     findings = []
     for units in hedged:
         for h in units:
-            if len(h.terms) < 2:
+            # two words are too few to know a sentence repeats the claim ("Or maybe the output is too large")
+            if len(h.terms - _FILLER) < 3:
                 continue
             # confirmed later without a hedge: the summary may state it plainly
             if any(_confirms(p, h) for p in plain):
                 continue
-            about = [s for s in prose if _about_hedge(h, s)]
+            about = [s for s in prose if _about_hedge(h, s) and not _is_list(s.text)]
             if about and not any(_HEDGE_KEPT.search(s.text) for s in about):
                 findings.append(
                     DriftFinding(

@@ -786,6 +786,33 @@ def test_a_number_given_to_the_wrong_name_of_a_table() -> None:
         assert [f for f in check_drift(messages, kept) if f.kind == "wrong_attribution"] == [], kept
 
 
+class TestHedgesInAgentRuns:
+    """What real mini-swe-agent runs hold that restates no hedge (each one was an alarm on an extractive summary)."""
+
+    @pytest.mark.parametrize(
+        ("said", "summary"),
+        [
+            ("This seems correct for `str` printer.", "- update_str_printer.py: edited (#64)"),
+            (
+                "Maybe `prefetch_related` implementation on QuerySet clears the cache?",
+                "- Identifiers: User object (1), prefetch_related, QuerySet, clears cache, outer_user, __get__",
+            ),
+            ("And it explains why `setting cache` appears in logs.", "- The setting cache appears in logs."),
+            ("```python\nprint('Could not find the loop in printer')\n```", "- Could not find the loop in printer."),
+            ("Or maybe the output is too large.", "- The output of the command: too general exception."),
+        ],
+    )
+    def test_it_is_quiet(self, said: str, summary: str) -> None:
+        assert [f for f in check_drift([assistant(said)], summary) if f.kind == "hedge_lost"] == []
+
+    def test_a_claim_stated_plainly_is_still_caught(self) -> None:
+        said = "The `user-defined function raised exception` is likely masking the real timezone error."
+        found = check_drift(
+            [assistant(said)], "- The user-defined function raised exception masks the real timezone error."
+        )
+        assert [f.code for f in found if f.kind == "hedge_lost"] == ["hedge_dropped"]
+
+
 class TestAttribution:
     MESSAGES = [
         user("Why is the export slow?"),
