@@ -2135,6 +2135,8 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
     test_currency.py), and an action of the agent put on the user ("the user has added a test")."""
     texts = [(i, _corpus([m])) for i, m in enumerate(messages) if isinstance(m, dict) and not is_summary_message(m)]
     corpus = "\n".join(t for _, t in texts)
+    # a call names what its whole result is about: the error in ``sed -n 1,80p constraints.py``'s output is there
+    calls = [(call, result) for _, call, result in _calls(messages) if result]
     findings = []
     for raw in prose_text.splitlines():
         line = raw.strip()
@@ -2157,7 +2159,7 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
                     span = 2 if "::" in where or "." in where else 10_000
                     if any(
                         error in t and (_near(t, error, where, span) or _near(t, error, file_part, 0)) for _, t in texts
-                    ):
+                    ) or any(error in result and (where in call or file_part in call) for call, result in calls):
                         continue
                     source = next((i for i, t in texts if error in t), None)
                     findings.append(
@@ -2644,7 +2646,9 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
             continue
         if concept in hay or (concept in _BY_WRITING and _WRITE_TOOL.search(call)):
             events.append(_Event(index, call[:200], not failed))
-        elif failed:  # the call on it failed, whatever it was called
+        elif failed and not (concept in _BY_WRITING and not _WRITE_TOOL.search(call)):
+            # the call on it failed, whatever it was called (not a run of a file claimed written: "edited
+            # reproduce_issue.py" stands when running it raises)
             events.append(_Event(index, result[:200], False))
     events.sort(key=lambda e: e.index)
     return events

@@ -617,6 +617,20 @@ class TestProgressClaims:
             result("c2", output),
         ]
         assert serious(check_drift(messages, "- reproduce_issue.py: edited.")) == []
+        # a run of a file the agent wrote that raises says nothing against the write
+        raised = "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nValueError: x\n</output>"
+        assert serious(check_drift([*messages[:4], result("c2", raised)], "- reproduce_issue.py: edited.")) == []
+
+    def test_an_error_in_the_output_of_a_call_on_a_file_is_placed_there(self) -> None:
+        messages = [
+            user("Find where the violation error is raised."),
+            call("c1", "bash", {"command": "sed -n '160,180p' django/db/models/constraints.py"}),
+            result(
+                "c1", "    def validate(self):\n        if not ok:\n            raise ValueError(\n                msg)"
+            ),
+        ]
+        line = "- sed on django/db/models/constraints.py: raise ValueError( (24 lines)"
+        assert [f for f in check_drift(messages, line) if f.kind == "wrong_attribution"] == []
 
     def test_tests_claimed_passed_with_no_run(self) -> None:
         findings = check_drift([user("Split build_rows into smaller functions.")], "- All tests pass.")
