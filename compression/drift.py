@@ -1611,7 +1611,7 @@ def _check_fabricated(
         restated = (_x_about(_needle(g.text), s) or _x_about(_needle(s.text), g) for g in other)
         if any(restated):
             continue
-        if s.text in corpus:
+        if s.text in corpus or _quoted(s.text, corpus):
             continue
         findings.append(
             DriftFinding(
@@ -1634,6 +1634,16 @@ def _check_fabricated(
                 )
             )
     return findings
+
+
+# a summary's label before what it quotes: "Finding (#280): ", "Next (#8): ", "(#71) resolved later (#164): "
+_LABEL = re.compile(r"^\W*(?:[\w ]{0,30}\(#\d+\)[\w ]{0,30}(?:\(#\d+\))?\s*:\s*)")
+
+
+def _quoted(text: str, corpus: str) -> bool:
+    """Whether ``text`` quotes a message after a label of its own ("Finding (#280): Since I don't have ...")."""
+    body = _LABEL.sub("", text, count=1).rstrip(".…")
+    return body != text and len(body) >= 20 and body in corpus
 
 
 def _identifiers(text: str, *, strong_only: bool = False) -> set[str]:

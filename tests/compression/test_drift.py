@@ -827,6 +827,14 @@ class TestHedgesInAgentRuns:
         assert [f.code for f in found if f.kind == "hedge_lost"] == ["hedge_dropped"]
 
 
+def test_an_agent_s_words_quoted_after_a_label_are_no_invented_rule() -> None:
+    said = "Since I don't have migrations, I can use SchemaEditor to create the model tables."
+    messages = [user("Fix the unique constraint message."), assistant(said)]
+    assert serious(check_drift(messages, f"- Finding (#280): {said}")) == []
+    invented = "- Finding (#280): The user said I can't use SchemaEditor to create the model tables."
+    assert "constraint_unsourced" in [f.code for f in serious(check_drift(messages, invented))]
+
+
 class TestAttribution:
     MESSAGES = [
         user("Why is the export slow?"),
