@@ -1,6 +1,6 @@
 """Drift detector recall and false alarms on real model answers, against hand labels.
 
-Run: .venv/bin/python bench/drift_real.py [--split dev|heldout|all] [--replay] [--verbose]
+Run: .venv/bin/python bench/drift_real.py [--split dev|heldout|all] [--round N] [--replay] [--verbose]
 
 Reads the saved answers of ``bench/model.py`` (``bench/data/model_runs/``: ``inputs/<case>.json`` with
 the archived messages each summary replaced, ``answers/<model>/<case>__<prompt_version>.json``) and the
@@ -335,11 +335,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=RUNS)
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--verbose", "-v", action="store_true", help="list misses and false alarms")
+    parser.add_argument("--round", type=int, help="only the answers of this labelling round (both splits)")
     args = parser.parse_args(argv)
     if not args.labels.exists() or not (args.runs / "inputs").is_dir():
         print(f"no saved answers or labels: {args.runs} / {args.labels}", file=sys.stderr)
         return 2
-    scored = score(args.runs, args.labels, args.split)
+    scored = [s for s in score(args.runs, args.labels, args.split) if args.round in (None, s.round)]
     print(f"answers: {args.runs.relative_to(ROOT) if args.runs.is_relative_to(ROOT) else args.runs}")
     print(f"labels:  {args.labels.relative_to(ROOT) if args.labels.is_relative_to(ROOT) else args.labels}")
     splits = ("dev", "heldout") if args.split == "all" else (args.split,)
