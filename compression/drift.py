@@ -895,11 +895,13 @@ _ACKNOWLEDGED = re.compile(
 
 # a user's request made mid-run: "Also, can you add one checked bag?", "顺便把日志级别改成 INFO"
 _REQUEST_TURN = re.compile(
-    r"^\W*(?:(?:also|and|btw|great|ok(?:ay)?|one\s+more\s+thing|while\s+you'?re\s+(?:at\s+it|in\s+there))[,.:!]?\s+)*"
+    r"^\W*(?:(?:also|and|btw|by\s+the\s+way|great|thanks|ok(?:ay)?|one\s+more\s+thing|meanwhile|in\s+the\s+meantime"
+    r"|while\s+you'?re\s+(?:at\s+it|in\s+there|waiting))[,.:!]?\s+)*"
     r"(?:(?:can|could|would)\s+you\s+(?:please\s+)?|please\s+)?"
     r"(?:add|open|fix|split|rename|prepare|check|write|create|change|update|book|cancel|refund|send|look\s+(?:at|into)"
     r"|find|run|rebook|upgrade|move|switch|set|make)\b"
-    r"|^\W*(?:顺便|另外|还有|再|先|那就|好，)?(?:帮我|请|麻烦你?)?(?:把|准备|查一下|看一下|查查|改成|加一|添加|拆|建|开一?个|写|发)",
+    r"|^\W*(?:(?:顺便|另外|还有|同时|对了|这期间|再|先|那就|好，)[，,]?)?(?:帮我|请|麻烦你?)?"
+    r"(?:把|准备|查一下|看一下|查查|改成|加一|添加|拆|建|开一?个|写|发)",
     re.I,
 )
 
@@ -1327,7 +1329,10 @@ def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> Drif
     # it ("查一下 #W7730285 的物流" is not kept by "#W7730285 的退货已提交")
     whole = {i for i in ids if re.search(r"[_./\d-]", i)} or ids
     verbs = (needle - whole) & _VERB_CONCEPTS
-    asked = {t for t in _needle(_NAME_TOKEN.sub(" ", ask)) if not t.isdigit()}
+    plain = _NAME_TOKEN.sub(" ", ask)
+    asked = {t for t in _needle(plain) if not t.isdigit()}
+    if not is_chinese(ask):  # its words too: "prepare the helm values diff" is kept by "preparing Helm values"
+        asked |= key_terms(plain) - _VERBS - {"can", "could", "would", "please", "meanwhile", "also"}
 
     def keeps(s: _Statement) -> bool:
         if whole <= s.terms:

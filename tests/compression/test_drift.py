@@ -957,6 +957,13 @@ class TestRequestsMidRun:
         found = check_drift(lookup, "- #W5823417 的键盘已退货。\n- #W7730285 的键盘已退货。")
         assert [(f.code, f.severity) for f in found] == [("request_dropped", "low")]  # answered, not kept: a note
 
+    def test_a_request_after_a_lead_in_is_a_request(self) -> None:
+        ask = "Meanwhile, can you prepare the helm values diff for 2.14.0 and check the image digest?"
+        messages = [user("Deploy payments-api 2.14.0 to staging."), user(ask)]
+        found = check_drift(messages, "- payments-api 2.14.0 goes to staging.")
+        assert [(f.code, f.source_index) for f in found] == [("request_dropped", 1)]
+        assert check_drift(messages, "- Deploy 2.14.0 to staging; preparing the Helm values diff for 2.14.0.") == []
+
     def test_a_request_kept_in_either_language_is_quiet(self) -> None:
         summary = "- NO6JO3 departs May 17 on HAT136.\n- 用户要求给该预订加一件托运行李。\n- Set the log level to INFO."
         assert check_drift(self.MESSAGES, summary) == []
