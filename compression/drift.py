@@ -1923,6 +1923,13 @@ _USER_ASKED_APPROVAL = re.compile(
     r"(?:approval|permission|confirmation|consent)\b|用户(?:请求|要求|申请)(?:批准|确认|同意|授权)",
     re.I,
 )
+# "the tool has also approved running 0042_add_index", "助手已批准": an approval given by the agent side
+_AGENT_APPROVED = re.compile(
+    r"\b(?:the\s+)?(?:tool|agent|assistant|model|bot)\s+(?:has\s+|had\s+)?(?:also\s+|already\s+)?"
+    r"(?:approved|authori[sz]ed|granted\s+(?:permission|approval))\b"
+    r"|(?:助手|工具|智能体|模型)(?:也|已经?|已)*(?:批准|授权)(?:了)?",
+    re.I,
+)
 _ASKS_APPROVAL = re.compile(r"\b(?:may|can|could)\s+i\b|\bis\s+it\s+ok\b|我可以|能不能让我", re.I)
 _FIRST_PERSON_DID = re.compile(
     r"\b(?:i|we)\s+(?:have\s+|'ve\s+|already\s+|just\s+)*\w+ed\b|\bi'?ve\b|我(?:已经?|刚)", re.I
@@ -2207,6 +2214,11 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
                     swapped[0],
                     "error_misplaced",
                 )
+            )
+        if _AGENT_APPROVED.search(line) and not _NOT_DONE.search(line):
+            # users approve; an approval put on the agent or its tool is someone else's
+            findings.append(
+                DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "wrong_speaker")
             )
         did = _USER_DID.search(line)
         if did:

@@ -909,6 +909,15 @@ class TestRulesRestatedByTheAgent:
         ]
         assert check_drift(messages, "- 健康检查最多重试 3 次。") == []
 
+    def test_the_agent_grants_no_approval(self) -> None:
+        messages = [assistant("Shall I run 0042_add_index on staging?"), user("Yes, I approve running 0042_add_index.")]
+        for line in (
+            "- The tool has also approved running 0042_add_index on staging.",
+            "- 助手已批准执行 0042_add_index。",
+        ):
+            assert "wrong_attribution" in kinds(check_drift(messages, line)), line
+        assert "wrong_attribution" not in kinds(check_drift(messages, "- The agent has not approved anything itself."))
+
     def test_the_user_grants_approvals_and_does_not_ask_for_them(self) -> None:
         messages = [assistant("Shall I run 0042_add_index on staging?"), user("Yes, I approve running 0042_add_index.")]
         wrong = check_drift(messages, "- The user requested approval for running 0042_add_index.")
