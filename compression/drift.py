@@ -281,7 +281,12 @@ _NOT_A_CONSTRAINT = re.compile(
     r"\balways\s+(?=(?:in|inside|at|on|after|before|when|with|from|during|within|under|for|the|a|an)\b|\w+s\b)"
     r"|(?:上限|最多|至少)(?=\s*(?:调|改|提|设|降|加|从|升))"
     r"|能不能|可不可以|要不要|是不是|会不会|行不行|有没有|用不用"
-    r"|\b(?:it'?s|is|are|was|were)\s+only\s+(?:used|called|imported|needed|read|run|referenced)\b",
+    r"|\b(?:it'?s|is|are|was|were)\s+only\s+(?:used|called|imported|needed|read|run|referenced)\b"
+    # how long something went: "running for over 41 minutes", "took over 2 hours"
+    r"|\b(?:for|took|takes|taking|lasted|ran)\s+(?:over|under|more\s+than|less\s+than|about|almost)\s+\d"
+    # how something went: "running without any errors or failures", "没有任何报错"
+    r"|\bwithout\s+(?:any\s+)?(?:(?:errors?|failures?|issues?|problems?|incidents?|downtime|warnings?)(?:,?\s+(?:or|and)\s+|,\s*)?)+"
+    r"|没有(?:任何)?(?:错误|报错|问题|失败|异常|告警)",
     re.I,
 )
 # approvals the shared patterns miss: short answers to a proposal ("订吧", "就订这家", "yes, book it")

@@ -827,6 +827,14 @@ class TestHedgesInAgentRuns:
         assert [f.code for f in found if f.kind == "hedge_lost"] == ["hedge_dropped"]
 
 
+def test_how_long_and_how_well_something_ran_is_no_rule() -> None:
+    messages = [user("Why is the nightly export slow? It took 41 minutes yesterday.")]
+    line = "## Constraints and preferences\n- The export has run for over 41 minutes without errors or failures."
+    assert [f for f in check_drift(messages, line) if f.kind == "constraint_fabricated"] == []
+    invented = "## Constraints and preferences\n- The export must never run for over 30 minutes."
+    assert "constraint_fabricated" in kinds(check_drift(messages, invented))
+
+
 def test_an_agent_s_words_quoted_after_a_label_are_no_invented_rule() -> None:
     said = "Since I don't have migrations, I can use SchemaEditor to create the model tables."
     messages = [user("Fix the unique constraint message."), assistant(said)]
