@@ -584,6 +584,8 @@ def _scan_tool(text: str, index: int, out: _Collector) -> None:
         out.add("error", line, index, "tool")
     # paths: the opening of the output (search results, listings) and the error lines
     head = text[:300]
+    if len(text) > 300 and not text[300].isspace():
+        head = re.sub(r"\S+$", "", head)  # a path cut in two ("tests/billing/test_money.p") is no path
     for path in find_paths(head)[:3] if "/" in head else ():
         out.add("path", path, index, "tool", PATH_RANKS["listed"])
     for line in errors:

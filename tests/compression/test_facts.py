@@ -203,6 +203,18 @@ class TestErrorLines:
 
 
 class TestPaths:
+    def test_a_path_cut_by_the_head_of_a_tool_output_is_not_pinned(self) -> None:
+        # only the opening of an output is read for paths: one that straddles its end ("tests/billing/test_money.p")
+        # names no file
+        listing = "tests/billing/test_rows.py ......  [ 42%]\n"
+        output = listing + "." * (300 - len(listing) - len("tests/billing/test_money.p") - 1) + "\n"
+        output += "tests/billing/test_money.py ......  [ 84%]\n6 passed"
+        assert output[:300].endswith("test_money.p")
+        messages = [*calls(("c1", "terminal", {"cmd": "pytest tests/billing -q"})), tool("c1", output)]
+        paths = texts(extract_facts(messages), "path")
+        assert "tests/billing/test_rows.py" in paths
+        assert "tests/billing/test_money.p" not in paths
+
     def test_it_finds_paths_with_chinese_file_names_inside_chinese_text(self) -> None:
         from compression.facts import find_paths
 
