@@ -24,16 +24,17 @@ TARGET_RECALL = 0.80
 #: at most this many faithful summaries with a false alarm, per 20
 TARGET_ALARMS_PER_20 = 1.0
 #: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
-#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-03 over 60
-#: labelled answers (39 dev, 21 held-out): dev en 96/134 = 0.72, zh 71/96 = 0.74; held-out en 44/59 = 0.75,
-#: zh 34/56 = 0.61; 13 of 104 held-out faithful items with a false alarm (2.5 per 20). Targets not met; the
-#: floors and the ceiling sit a little past, so a regression fails.
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 80
+#: labelled answers (50 dev, 30 held-out; round 3 labelled blind after the detector changes it is scored
+#: against): dev en 140/175 = 0.80, zh 95/118 = 0.81; held-out en 66/88 = 0.75, zh 64/85 = 0.75; 13 of 156
+#: held-out faithful items with a false alarm (1.7 per 20). Held-out targets not met; the floors and the
+#: ceiling sit a little past, so a regression fails (dev sits on its target: a little room for relabelling).
 FLOORS: dict[tuple[str, str], float] = {
-    ("dev", "recall_en"): 0.70,
-    ("dev", "recall_zh"): 0.70,
-    ("heldout", "recall_en"): 0.70,
-    ("heldout", "recall_zh"): 0.55,
-    ("heldout", "item_alarms_per_20"): 3.0,
+    ("dev", "recall_en"): 0.78,
+    ("dev", "recall_zh"): 0.78,
+    ("heldout", "recall_en"): 0.72,
+    ("heldout", "recall_zh"): 0.72,
+    ("heldout", "item_alarms_per_20"): 2.0,
 }
 
 pytestmark = pytest.mark.skipif(
