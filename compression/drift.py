@@ -2238,6 +2238,61 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
 _NAME_NUMBER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]?\s+(\d+)\s*$", re.M)
 
 
+def _check_constraint_objects(
+    messages: Sequence[dict[str, Any]], constraints: list[_Statement], summary: str
+) -> list[DriftFinding]:
+    """The name of the thing a constraint protects, as the agent's commands give it: "不要删 PVC" and
+    ``kubectl describe pvc redis-data-redis-0``: the summary keeps ``redis-data-redis-0``. A note (low)."""
+    kinds = {w.lower() for c in constraints for w in re.findall(r"\b[A-Za-z]{2,14}\b", c.text)} & _OBJECT_KINDS
+    if not kinds:
+        return []
+    findings = []
+    for index, call, _ in _calls(messages):
+        for hit in _OBJECT_NAMED.finditer(call):
+            kind, name = hit.group(1).lower(), hit.group(2)
+            if kind in kinds and not _is_in(name, summary):
+                evidence = {"original": name, "summary": ""}
+                findings.append(
+                    DriftFinding("identifier_missing", "low", evidence, index, "assistant_identifier_missing")
+                )
+    return list({f.evidence["original"]: f for f in reversed(findings)}.values())
+
+
+# a kind of object and its name in a command: "pvc redis-data-redis-0", "branch release-2.4"
+_OBJECT_NAMED = re.compile(r"\b([A-Za-z]{2,14})\s+((?!-)[\w.-]*(?:-|\d)[\w.-]*\w)")
+#: kinds of lasting things a command names and a user protects by kind ("don't delete the PVC", "leave that branch
+#: alone"; not pods or containers, whose names come and go)
+_OBJECT_KINDS = frozenset(
+    [
+        "pvc",
+        "pv",
+        "volume",
+        "deployment",
+        "statefulset",
+        "daemonset",
+        "service",
+        "namespace",
+        "secret",
+        "configmap",
+        "cronjob",
+        "ingress",
+        "branch",
+        "tag",
+        "repo",
+        "table",
+        "index",
+        "database",
+        "db",
+        "schema",
+        "bucket",
+        "queue",
+        "topic",
+        "stream",
+        "image",
+    ]
+)
+
+
 def _check_values(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
     """A number given to the wrong name of a tool's table ("apply_rates: 22 lines" when the table says
     ``apply_rates 31`` and ``normalize_row 22``)."""
@@ -2864,6 +2919,7 @@ def check_drift(
     findings += _check_log_lines(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)
     findings += _check_values(original_messages, prose_text)
+    findings += _check_constraint_objects(original_messages, constraints, summary_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings

@@ -786,6 +786,25 @@ class TestErrorsInWords:
         assert "tool_error_missing" in [f.code for f in found]
 
 
+def test_the_name_of_what_a_constraint_protects_is_noted() -> None:
+    messages = [
+        user("redis 的卷别动，存储组在查。不要删 PVC，里面有别的服务的数据。"),
+        call("c1", "terminal", {"cmd": "kubectl -n staging describe pvc redis-data-redis-0"}),
+        result("c1", "Status: Bound\nVolume: pvc-8f2c"),
+        call("c2", "terminal", {"cmd": "kubectl -n staging logs redis-0 --previous"}),
+        result("c2", "ok"),
+    ]
+    kept = "- 不要删 PVC，里面有别的服务的数据；redis 的卷别动。"
+    noted = [
+        (f.code, f.severity, f.evidence["original"])
+        for f in check_drift(messages, kept)
+        if f.kind == "identifier_missing"
+    ]
+    assert noted == [("assistant_identifier_missing", "low", "redis-data-redis-0")]
+    named = kept + "\n- PVC redis-data-redis-0 查过了，状态 Bound。"
+    assert [f for f in check_drift(messages, named) if f.kind == "identifier_missing"] == []
+
+
 def test_a_number_given_to_the_wrong_name_of_a_table() -> None:
     messages = [
         user("每个函数不超过 40 行。"),
