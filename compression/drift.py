@@ -1570,7 +1570,7 @@ _NAME_TOKEN = re.compile(r"(?<![\w./-])(?:[\w-]+(?:[./][\w-]+)+|[\w-]*_[\w-]*|[\
 
 _NO_RULES = re.compile(
     r"\bpinned\s+facts\b|\bno\s+(?:specific\s+|other\s+|explicit\s+|particular\s+)?"
-    r"(?:constraints?|preferences?|rules?|prohibitions?|limits?|approvals?|instructions?)\b"
+    r"(?:constraints?|preferences?|rules?|prohibitions?|restrictions?|limits?|approvals?|instructions?)\b"
     r"|没有(?:特别的|具体的|明确的|其他)?(?:约束|限制|要求|禁止|批准)",
     re.I,
 )

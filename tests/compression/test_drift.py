@@ -958,6 +958,8 @@ def test_a_rule_under_the_constraints_heading_needs_no_attribution() -> None:
     assert kinds(check_drift(messages, fabricated)) == ["constraint_fabricated"]
     empty = "## Constraints and preferences\n- There were no specific constraints in this segment."
     assert check_drift(messages, empty) == []
+    none = "## Constraints and preferences\n- No restrictions or preferences were mentioned."
+    assert check_drift(messages, none) == []
     assert check_drift(messages, "## Progress and next steps\n- The migration must not be applied twice.") == []
 
 
