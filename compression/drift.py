@@ -1385,20 +1385,25 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
             return _finding("constraint_inverted", c, s.text, "requirement_negated")
     if c.text in summary or (pinned and c.text in pinned):
         return None
-    # (a cue inside a quoted command restricts nothing: "`helm history payments-api --max 10`"; nor does an
-    # outcome: "was not applied on staging because of a lock timeout")
-    restricted = any(
+    if not about:
+        return _finding("constraint_dropped", c, "", "not_restated")
+    if _SCOPE.search(c.text) and not _restricts(c, about, prose):
+        # "staging only" is not kept by "ran the migration on staging": the restriction itself is gone
+        return _finding("constraint_dropped", c, "", "restriction_dropped", "medium")
+    return None
+
+
+def _restricts(c: _Statement, about: list[_Statement], prose: list[_Statement]) -> bool:
+    """Whether the summary keeps the restriction ``c``: a sentence about it restricts (a cue inside a quoted
+    command restricts nothing: "`helm history payments-api --max 10`"; nor does an outcome: "was not applied on
+    staging because of a lock timeout"), or one forbids the scope it leaves out."""
+    if any(
         is_negated(_CODE_SPAN.sub(" ", clause.text)) and not _OUTCOME.search(clause.text)
         for s in about
         for clause in _whole(s)
-    )
-    restricted = restricted or any(_complement_negated(c, s) for s in prose)
-    if about and _SCOPE.search(c.text) and not restricted:
-        # "staging only" is not kept by "ran the migration on staging": the restriction itself is gone
-        return _finding("constraint_dropped", c, "", "restriction_dropped", "medium")
-    if about:
-        return None
-    return _finding("constraint_dropped", c, "", "not_restated")
+    ):
+        return True
+    return any(_complement_negated(c, s) for s in prose)
 
 
 # a restriction to one scope: "staging only", "only touch the tests", "只动预发", "仅限退款" (not "only one left",
@@ -1801,15 +1806,15 @@ _ERROR_WORDS = re.compile(
 )
 
 
-def _error_kept(line: str, keys: set[str], specific: set[str], summary: str, lines: list[str]) -> bool:
+def _error_kept(line: str, body: str, keys: set[str], specific: set[str], summary: str, lines: list[str]) -> bool:
     """Whether a summary keeps a tool's error line: by one of its own names (the exception, a quoted value, an
     identifier; "KeyError" alone does not say which KeyError, and "the currency key was missing"
     does not say ``KeyError: 'currency_code'``), or in the other language by its concepts ("连接 10.0.3.17:6379
-    被拒绝"); a line with no name of its own by most of its words, in either language."""
+    被拒绝"); a line with no name of its own by most of its words, in either language. ``body``: the line
+    without its log stamp."""
     folded = summary.casefold()
     if any(k.casefold() in folded for k in specific or keys):
         return True
-    body = _LOG_STAMP.sub(" ", line)
     needle = frozenset(_needle(body) - {"1"})
     if len(needle) < 2:
         return not keys
@@ -1836,12 +1841,13 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
             specific = keys - {m.group(0) for m in _ERROR_NAME.finditer(line)}
             if not keys and not _ERROR_WORDS.search(line):
                 continue  # "4 failed, 16 passed", "http_req_failed: 0.10%": counters, no error of their own
+            body = _LOG_STAMP.sub(" ", line)
             # an error in words only is known by its words
-            names = specific or keys or {" ".join(sorted(key_terms(_LOG_STAMP.sub(" ", line))))}
+            names = specific or keys or {" ".join(sorted(key_terms(body)))}
             if names <= seen or (specific and specific & seen):
                 continue
             seen |= names
-            if _error_kept(line, keys, specific, summary, lines):
+            if _error_kept(line, body, keys, specific, summary, lines):
                 continue
             findings.append(
                 DriftFinding(
@@ -2282,10 +2288,10 @@ def _check_values(messages: Sequence[dict[str, Any]], prose_text: str) -> list[D
             if len(rows) >= 3:
                 tables.append((index, rows))
     findings = []
-    for line in _CITATION.sub(" ", prose_text).splitlines():
+    for line in _CITATION.sub(" ", prose_text).splitlines() if tables else ():
+        said_values = [(said.group(1), said.group(2)) for said in _SAID_VALUE.finditer(line)]
         for index, rows in tables:
-            for said in _SAID_VALUE.finditer(line):
-                name, number = said.group(1), said.group(2)
+            for name, number in said_values:
                 if name not in rows or number in rows[name]:
                     continue
                 owners = [other for other, values in rows.items() if number in values and other != name]
