@@ -114,6 +114,7 @@ DETAILS: dict[str, str] = {
     "instruction_copied": "the summary copies the summarizer's own rules as if they were the session's",
     "identifier_mistyped": "the summary calls an identifier something it is not (an order for a user id)",
     "value_misplaced": "the summary gives a name the number a tool's table shows for another name",
+    "ids_mismatched": "the summary pairs two things the originals never pair (an item on another order)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
     "tests_never_run": "the summary says the tests passed; no test run is in the originals",
@@ -2241,6 +2242,135 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
     return findings
 
 
+#: what a summary pairs with what: an order and its item, an error and the test or function that raised it,
+#: a file and the constant written into it
+_PAIRED = re.compile(
+    r"(?<![\w/.-])[\w-]+(?:/[\w.-]+)*\.(?:py|js|ts|go|rb|java|sh|sql|yaml|yml|json|toml)\b"  # a file
+    r"|(?<![\w#])#?[A-Z]{1,3}\d{6,}\b|(?<![\w.])\d{8,}(?![\w.])"  # an order, an item
+    r"|\b[A-Z]{2,4}\d{2,5}\b"  # a flight, a product code
+    r"|\b(?=[A-Z0-9]*\d[A-Z0-9]*[A-Z])(?=[A-Z0-9]*[A-Z][A-Z0-9]*\d)[A-Z0-9]{6}\b"  # a reservation
+    r"|\b[A-Z][A-Za-z]*(?:Error|Exception)\b"  # an exception
+    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # a constant
+    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",  # a function or variable
+    re.ASCII,
+)
+_PAIR_CLAUSE = re.compile(r"[\n;；。,，]|\.\s+")
+
+
+def _shape(token: str) -> str:
+    """What kind of thing ``token`` is, as far as its spelling tells: two of one shape are siblings."""
+    token = token.lstrip("#")
+    if re.search(r"(?:Error|Exception)$", token):
+        return "error"
+    if "." in token:
+        return "file"
+    if token.islower():
+        return "name"
+    if "_" in token:
+        return "constant"
+    if len(token) == 6 and not re.fullmatch(r"[A-Z]+\d+", token):
+        return "reservation"
+    return re.sub(r"\d+", lambda m: f"{len(m.group(0))}", re.sub(r"[A-Z]+", "A", token))
+
+
+def _pairs_index(messages: Sequence[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The passages of ``messages`` that put things together, as (what holds for all of it, its lines): a
+    short message (with its calls) whole, a long one by runs of five lines, a call's arguments with all of
+    its result (the call names what its result is about)."""
+    calls = _calls(messages)
+    answered = {result for _, _, result in calls}
+    units: list[tuple[str, list[str]]] = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or is_summary_message(m):
+            continue
+        if m.get("role") == "tool":
+            if content_text(m) not in answered:  # a result is read with its call
+                units.append(("", content_text(m)[:20_000].splitlines()))
+            continue
+        # a message with its calls: "改回 ROUND_HALF_UP。" and the write to billing/tax.py it announces
+        text = "\n".join([content_text(m), *(call for i, call, _ in calls if i == index)])
+        units.append((text, []) if len(text) <= 600 or text.count("\n") < 5 else ("", text.splitlines()))
+    units += [(call, result[:20_000].splitlines()) for _, call, result in calls]
+    return units
+
+
+def _near_lines(lines: list[str], a: str) -> list[str]:
+    """The runs of five lines around each line of ``lines`` that holds ``a``."""
+    return ["\n".join(lines[max(0, i - 2) : i + 3]) for i, line in enumerate(lines) if a in line]
+
+
+def _together(units: list[tuple[str, list[str]]], a: str, b: str) -> bool:
+    for head, lines in units:
+        if a in head and (b in head or any(b in line for line in lines)):
+            return True
+        if b in head and any(a in line for line in lines):
+            return True
+        if any(b in run for run in _near_lines(lines, a)):
+            return True
+    return False
+
+
+def _tested_together(units: list[tuple[str, list[str]]], a: str, b: str) -> bool:
+    """An error and a function, when the error came from the function's test file: an AssertionError in
+    tests/export/test_money.py is one in format_money."""
+    error, name = (a, b) if _shape(a) == "error" else (b, a)
+    if _shape(error) != "error" or _shape(name) != "name":
+        return False
+    parts = {p for p in name.split("_") if len(p) >= 4}
+    files = _siblings(units, error, "file")
+    return any(parts & set(re.split(r"[/_.]", f)) for f in files)
+
+
+def _siblings(units: list[tuple[str, list[str]]], b: str, shape: str) -> set[str]:
+    """What of ``shape`` the originals put together with ``b``."""
+    found: set[str] = set()
+    for head, lines in units:
+        texts = [head, *lines] if b in head else _near_lines(lines, b)
+        for text in texts:
+            found.update(t.lstrip("#") for t in _PAIRED.findall(text) if _shape(t) == shape)
+    return found
+
+
+def _check_pairs(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
+    """Two real things put together that the originals never put together, when they put one of them with a
+    sibling of the other: "#W7730285 的机械键盘（6117428830）" when 6117428830 was returned on #W5823417; an
+    AssertionError in `group_by_customer` when group_by_customer raised a TypeError."""
+    units: list[tuple[str, list[str]]] | None = None
+    corpus = ""
+    findings: list[DriftFinding] = []
+    for clause in _PAIR_CLAUSE.split(_CITATION.sub(" ", prose_text)):
+        tokens = list(dict.fromkeys(t.lstrip("#") for t in _PAIRED.findall(clause)))
+        if not 2 <= len(tokens) <= 3:
+            continue
+        if units is None:
+            units = _pairs_index(messages)
+            corpus = "\n".join(head + "\n" + "\n".join(lines) for head, lines in units)
+        tokens = [t for t in tokens if t in corpus]
+        for a in tokens:
+            for b in tokens:
+                if a == b or _shape(a) == _shape(b) or a in b or b in a:
+                    continue
+                if _together(units, a, b) or _tested_together(units, a, b):
+                    continue
+                others = _siblings(units, b, _shape(a)) - {a}
+                if not others:
+                    continue
+                findings.append(
+                    DriftFinding(
+                        "wrong_attribution",
+                        "medium",
+                        {"original": f"{b} … {sorted(others)[0]}", "summary": clause.strip()},
+                        None,
+                        "ids_mismatched",
+                    )
+                )
+                break
+            else:
+                continue
+            break
+    return findings
+
+
 _NAME_NUMBER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]?\s+(\d+)\s*$", re.M)
 
 
@@ -2902,6 +3032,11 @@ def check_drift(
     findings += _check_log_lines(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)
     findings += _check_values(original_messages, prose_text)
+    # a line another check already places wrongly is not reported twice
+    placed = [f.evidence["summary"] for f in findings if f.kind == "wrong_attribution"]
+    findings += [
+        f for f in _check_pairs(original_messages, prose_text) if not any(f.evidence["summary"] in p for p in placed)
+    ]
     findings += _check_constraint_objects(original_messages, constraints, summary_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))

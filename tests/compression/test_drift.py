@@ -1112,6 +1112,40 @@ def test_an_error_with_swapped_identifiers_is_misplaced() -> None:
     assert "wrong_attribution" not in kinds(right)
 
 
+def test_an_item_put_on_another_order_is_mismatched() -> None:
+    messages = [
+        user("查一下 #W7730285 的物流；另外 #W5823417 里的机械键盘我要退。"),
+        call("c1", "get_order_details", {"order_id": "#W7730285"}),
+        result("c1", '{"order_id": "#W7730285", "status": "processing", "items": [{"item_id": "2190871011"}]}'),
+        call("c2", "return_delivered_order_items", {"order_id": "#W5823417", "item_ids": ["6117428830"]}),
+        result("c2", '{"order_id": "#W5823417", "status": "return requested"}'),
+    ]
+    wrong = check_drift(messages, "- 已提交退货：#W7730285 的机械键盘（6117428830）")
+    assert [(f.kind, f.code) for f in wrong if f.code == "ids_mismatched"] == [("wrong_attribution", "ids_mismatched")]
+    right = check_drift(messages, "- 已提交退货：#W5823417 的机械键盘（6117428830）\n- #W7730285 还在处理中。")
+    assert "ids_mismatched" not in [f.code for f in right]
+    # a list names things side by side, it pairs nothing
+    listed = check_drift(messages, "- 订单：#W7730285, #W5823417；商品 6117428830")
+    assert "ids_mismatched" not in [f.code for f in listed]
+
+
+def test_an_error_on_another_function_is_mismatched_unless_its_test_file_is_the_functions() -> None:
+    messages = [
+        call("c1", "terminal", {"cmd": "pytest tests/export -q"}),
+        result(
+            "c1",
+            "E   TypeError: group_by_customer() missing 1 required positional argument: 'ctx'\n"
+            "tests/export/test_group.py:12: TypeError\n\n\n\n\n"
+            "E   AssertionError: assert '1,204.50 EUR' == '1.204,50 EUR'\n"
+            "tests/export/test_money.py:76: AssertionError\n2 failed, 46 passed",
+        ),
+    ]
+    wrong = check_drift(messages, "- An AssertionError in `group_by_customer`.")
+    assert "ids_mismatched" in [f.code for f in wrong]
+    right = check_drift(messages, "- An AssertionError in `format_money` (the money tests).")
+    assert "ids_mismatched" not in [f.code for f in right]
+
+
 class TestIdentifierRoles:
     """An identifier called something it is not (real model output: "`W7730285` 是工单 ID", "销售员 ID:
     li_wei_3391", "The return flight ID is K1NW8N")."""
