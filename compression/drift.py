@@ -268,6 +268,8 @@ _HARNESS = re.compile(
     r"\b(?:every|each)\s+(?:response|reply|turn|message|answer)\b|\b(?:MUST|NEVER|ALWAYS)\b"
     r"|\btool\s+calls?\b|\bfunction\s+calls?\b|\byou\s+(?:must|should)\s+(?:always\s+)?(?:respond|reply|answer|output)\b"
     r"|\b(?:as\s+an?\s+)?(?:ai|assistant|agent)\s+(?:you\s+)?(?:must|should|can)\b"
+    r"|(?i:\byour\s+(?:response|reply|answer)s?\b|\b(?:in|per)\s+(?:one|a\s+single|each)\s+(?:response|reply)\b"
+    r"|\bbash\s+(?:code\s+)?blocks?\b)"  # "YOUR RESPONSE WILL FAIL", "in one response", "one bash block"
     r"|每次回复|每条回复|每一轮|必须调用工具|工具调用",
 )
 # a command the user wants run, in backticks: "run `pytest tests/export -q` after every change"
@@ -1920,6 +1922,7 @@ _TEST_ID = re.compile(r"[\w./-]+\.\w+::[\w\[\]-]+")
 _LOCATION = re.compile(
     r"[\w./-]+\.\w+::[\w\[\]-]+|(?<![\w/.])[\w-]+(?:/[\w.-]+)*\.(?:py|js|ts|go|rb|java|sh|yaml|yml)\b|`(\w+)`|\b(\w+)\(\)"
 )
+_SENTENCE_END = re.compile(r"[.;](?:\s|$)|[。；]")
 _PLACED_AFTER = re.compile(r"\b(?:in|at|from|inside|of)\b\s+(?:the\s+)?", re.I)
 # "the user has added a test", "用户已修改了": actions the agent did, put on the user
 _USER_DID = re.compile(
@@ -2177,8 +2180,9 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
         names = [m for m in _ERROR_NAME.finditer(line) if m.group(0) in corpus and m.group(0) not in ("not found",)]
         for name in names[:1]:
             error = name.group(0)
-            before = line[: name.start()]
-            after = line[name.end() :]
+            # the error's own sentence: "X timed out. The output was: … reproduce_issue.py" places nothing
+            before = _SENTENCE_END.split(line[: name.start()])[-1]
+            after = _SENTENCE_END.split(line[name.end() :])[0]
             placed = _PLACED_AFTER.search(after)
             zones = [before] + ([after[placed.end() :]] if placed else [])
             for zone in zones:
@@ -2713,6 +2717,10 @@ _LIMIT_NOW = re.compile(
 )
 
 
+# "I'll try to modify it to print without …": what the agent sets out to do says nothing of what was done
+_TRYING = re.compile(
+    r"\b(?:i'll|i\s+will|we'll|let\s+me|let's|try(?:ing)?\s+to|going\s+to)\b|我来|我先|试着|尝试", re.I
+)
 _QUESTION = re.compile(r"[?？]|吗|\b(?:if|whether)\b", re.I)
 
 
@@ -2823,7 +2831,7 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
                     and _overlap(words, hay) >= 0.3
                     and not about_other
                 ):
-                    if not _QUESTION.search(clause):
+                    if not _QUESTION.search(clause) and not _TRYING.search(clause):
                         events.append(_Event(index, sentence, False))
                     continue
                 if not objects or share < (1.0 if len(objects) == 1 else MATCH):
@@ -2832,7 +2840,7 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
                 if concept in claimed or (concept == "complet" and claimed):
                     events.append(_Event(index, sentence, True))
                 elif _NOT_DONE.search(clause):
-                    if concept in hay and not _QUESTION.search(clause):
+                    if concept in hay and not _QUESTION.search(clause) and not _TRYING.search(clause):
                         events.append(_Event(index, sentence, False))
                 elif m.get("role") == "assistant" and share >= INVERT_MATCH and not _NOT_A_CLAIM.search(clause):
                     events.append(_Event(index, sentence, True))  # the assistant states it, in other words

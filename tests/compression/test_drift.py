@@ -632,6 +632,24 @@ class TestProgressClaims:
         line = "- sed on django/db/models/constraints.py: raise ValueError( (24 lines)"
         assert [f for f in check_drift(messages, line) if f.kind == "wrong_attribution"] == []
 
+    def test_an_error_is_placed_within_its_own_sentence(self) -> None:
+        messages = [
+            user("The last command <command>pylint .</command> timed out and has been killed."),
+            call("c1", "terminal", {"cmd": "pylint reproduce_issue.py"}),
+            result("c1", "reproduce_issue.py:15:11: W0703: Catching too general exception Exception"),
+        ]
+        line = "- The last command pylint timed out and has been killed. The output of the command: reproduce_issue.py"
+        assert [f for f in check_drift(messages, line) if f.kind == "wrong_attribution"] == []
+
+    def test_what_the_agent_sets_out_to_do_does_not_unwrite_a_file(self) -> None:
+        messages = [
+            call("c1", "write_file", {"path": "debug_sqlite_file.py", "content": "print(1)"}),
+            result("c1", "ok"),
+            assistant("I'll try to modify debug_sqlite_file.py to print to the file directly without the trace."),
+        ]
+        found = check_drift(messages, "- debug_sqlite_file.py: edited (#0)")
+        assert "progress_contradicted" not in [f.code for f in found]
+
     def test_tests_claimed_passed_with_no_run(self) -> None:
         findings = check_drift([user("Split build_rows into smaller functions.")], "- All tests pass.")
         assert [(f.kind, f.code, f.severity) for f in findings] == [
@@ -702,6 +720,17 @@ class TestStandingInstructions:
             user("Don't cancel my return flight."),
         ]
         summary = "- The agent replied to the user without a tool call.\n- Do not cancel the return flight."
+        assert check_drift(messages, summary) == []
+
+    def test_rules_on_the_format_of_a_response_are_the_harness_s(self) -> None:
+        messages = [
+            user(
+                "- If you include zero or multiple bash blocks, or no command at all, YOUR RESPONSE WILL FAIL\n"
+                "- Do NOT try to run multiple independent commands in separate blocks in one response"
+            ),
+            assistant("The last command timed out and has been killed."),
+        ]
+        summary = "- Next: I will combine the commands.\n- The last command timed out and has been killed."
         assert check_drift(messages, summary) == []
 
 
