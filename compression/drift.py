@@ -1764,6 +1764,12 @@ def _check_identifiers(messages: Sequence[dict[str, Any]], summary: str, corpus:
     for ident in sorted(_identifiers(prose) - {q.group(0) for q in _QUANTITY.finditer(prose)}):
         if not _is_in(ident, corpus) and not _rooted(ident, corpus):
             findings.append(_fabricated(ident, "identifier_unsourced"))
+    # a name in code ticks that no message and no call holds: "keeping a `fmt_money_alias`"
+    called = ""
+    for name in dict.fromkeys(m.group(1) for m in _CODE_NAME.finditer(prose)):
+        called = called or "\n".join(call for _, call, _ in _calls(messages)) or " "
+        if name not in corpus and name not in called and name.rstrip("s") not in corpus:
+            findings.append(_fabricated(name, "identifier_unsourced"))
     # a number with its unit that no message holds: serious in a restated limit ("每晚不超过 1000 元");
     # elsewhere it may be derived (a sum, a conversion), so only noted
     for line in prose.splitlines():
@@ -1773,6 +1779,12 @@ def _check_identifiers(messages: Sequence[dict[str, Any]], summary: str, corpus:
                 code = "limit_number_unsourced" if limit else "number_unsourced"
                 findings.append(_fabricated(quantity.group(0), code, "medium" if limit else "low"))
     return findings
+
+
+#: a name in code ticks: `fmt_money_alias`, `loadRateTable`, `RateCache` (a plain word may be a paraphrase)
+_CODE_NAME = re.compile(
+    r"`([A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)(?:\(\))?`"
+)
 
 
 # what names an error in a tool's output: the exception's class, a quoted value, a state word

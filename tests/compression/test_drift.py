@@ -1141,6 +1141,21 @@ def test_an_error_with_swapped_identifiers_is_misplaced() -> None:
     assert "wrong_attribution" not in kinds(right)
 
 
+def test_a_code_name_no_message_or_call_holds_is_fabricated() -> None:
+    messages = [
+        user("Can you rename fmt_money to format_money while you're at it?"),
+        call("c1", "get_user_details", {"user_id": "li_wei_3391"}),
+        result("c1", "{}"),
+    ]
+    found = check_drift(messages, "- Renamed `fmt_money` to `format_money`, keeping a `fmt_money_alias`.")
+    assert [(f.kind, f.evidence["summary"]) for f in found if f.code == "identifier_unsourced"] == [
+        ("identifier_fabricated", "fmt_money_alias")
+    ]
+    # a tool's own name is no invention; a plain word in ticks is left alone
+    quiet = check_drift(messages, "- Looked the user up with `get_user_details`; the `alias` stays.")
+    assert "identifier_unsourced" not in [f.code for f in quiet]
+
+
 def test_an_item_put_on_another_order_is_mismatched() -> None:
     messages = [
         user("查一下 #W7730285 的物流；另外 #W5823417 里的机械键盘我要退。"),
