@@ -2733,6 +2733,8 @@ _LIMIT_NOW = re.compile(
 _TRYING = re.compile(
     r"\b(?:i'll|i\s+will|we'll|let\s+me|let's|try(?:ing)?\s+to|going\s+to)\b|我来|我先|试着|尝试", re.I
 )
+# "I failed to update the signature correctly in apply_fix.py": it was done, wrongly
+_DONE_WRONG = re.compile(r"\b(?:correctly|properly)\b|正确", re.I)
 _QUESTION = re.compile(r"[?？]|吗|\b(?:if|whether)\b", re.I)
 
 
@@ -2843,7 +2845,7 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
                     and _overlap(words, hay) >= 0.3
                     and not about_other
                 ):
-                    if not _QUESTION.search(clause) and not _TRYING.search(clause):
+                    if not (_QUESTION.search(clause) or _TRYING.search(clause) or _DONE_WRONG.search(clause)):
                         events.append(_Event(index, sentence, False))
                     continue
                 if not objects or share < (1.0 if len(objects) == 1 else MATCH):
@@ -2852,7 +2854,9 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
                 if concept in claimed or (concept == "complet" and claimed):
                     events.append(_Event(index, sentence, True))
                 elif _NOT_DONE.search(clause):
-                    if concept in hay and not _QUESTION.search(clause) and not _TRYING.search(clause):
+                    if concept in hay and not (
+                        _QUESTION.search(clause) or _TRYING.search(clause) or _DONE_WRONG.search(clause)
+                    ):
                         events.append(_Event(index, sentence, False))
                 elif m.get("role") == "assistant" and share >= INVERT_MATCH and not _NOT_A_CLAIM.search(clause):
                     events.append(_Event(index, sentence, True))  # the assistant states it, in other words
@@ -2874,12 +2878,16 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
     return events
 
 
+_LINE_COUNT = re.compile(r"\s*\(\d+ lines?\)\s*$")
+
+
 def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
     """Claims of progress or completion that nothing in the archive supports ("the migration has been executed"
     when it was only approved; "tests passed" when the last run failed)."""
     findings: list[DriftFinding] = []
     tests: tuple[bool | None, int | None, str] | None = None
     corpus = ""
+    tool_output: str | None = None
     for s in prose:
         for clause in _whole(s):
             text = clause.text
@@ -2918,6 +2926,13 @@ def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement])
             concepts = _claim_concepts(text)
             if not concepts:
                 continue
+            if tool_output is None:
+                tool_output = "\n".join(
+                    content_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "tool"
+                )
+            quote = _LINE_COUNT.sub("", s.text).strip(" -.…")
+            if len(quote) >= 20 and quote in tool_output:
+                break  # a tool's own line ("1 queries executed, 0 expected") is a quote, not a claim
             if _ALL_DONE.search(text):
                 # the whole work claimed finished: so the agent's last words say
                 if not _ends_done(messages):

@@ -641,6 +641,24 @@ class TestProgressClaims:
         line = "- The last command pylint timed out and has been killed. The output of the command: reproduce_issue.py"
         assert [f for f in check_drift(messages, line) if f.kind == "wrong_attribution"] == []
 
+    def test_an_edit_done_wrongly_was_still_done(self) -> None:
+        messages = [
+            call("c1", "write_file", {"path": "apply_fix.py", "content": "x = 1"}),
+            result("c1", "ok"),
+            assistant("So the issue was that I failed to update the signature correctly in `apply_fix.py`."),
+        ]
+        found = check_drift(messages, "- apply_fix.py: edited (#0)")
+        assert "progress_contradicted" not in [f.code for f in found]
+
+    def test_a_tool_s_own_line_is_a_quote_not_a_claim(self) -> None:
+        messages = [
+            user("Run the script and confirm it fails as expected."),
+            call("c1", "terminal", {"cmd": "python reproduce.py"}),
+            result("c1", "Assertion failed: 1 != 0 : 1 queries executed, 0 expected\nCaptured queries were:"),
+        ]
+        found = check_drift(messages, "- = 0 : 1 queries executed, 0 expected (23 lines)")
+        assert [f for f in found if f.kind == "progress_fabricated"] == []
+
     def test_what_the_agent_sets_out_to_do_does_not_unwrite_a_file(self) -> None:
         messages = [
             call("c1", "write_file", {"path": "debug_sqlite_file.py", "content": "print(1)"}),
