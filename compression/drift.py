@@ -1601,6 +1601,45 @@ def _rule_sentences(prose: str) -> set[str]:
     return out
 
 
+#: a wish put on the user: "The user wants to cancel an order", "用户希望在收到退货后立即到账"
+_USER_WISH = re.compile(
+    r"\b(?:the\s+)?user\s+(?:also\s+)?(?:wants?|wanted|would\s+like|prefers?|preferred|insists?|insisted|expects?"
+    r"|expected|believes?|believed)\b|用户(?:也|还)?(?:希望|想要|想|坚持|期望|认为)",
+    re.I,
+)
+
+
+def _check_wishes(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
+    """A wish or belief put on the user that no user turn says anything like, in the user's own language."""
+    users: list[str] | None = None
+    findings = []
+    for s in prose:
+        wish = _USER_WISH.search(s.text)
+        if wish is None:
+            continue
+        content = s.text[wish.end() :]
+        terms = key_terms(content) - _VERBS
+        if len(_content_words(content)) < 2:
+            continue
+        if users is None:
+            users = [
+                sentence
+                for m in messages
+                if isinstance(m, dict) and m.get("role") == "user" and not is_summary_message(m)
+                for sentence in split_sentences(user_statement_text(content_text(m)))
+            ]
+        # across languages the words differ: no judgement there
+        if not users or any(_cross(content, u) for u in users):
+            continue
+        if max(_overlap(terms, key_terms(u)) for u in users) < 0.2:
+            findings.append(
+                DriftFinding(
+                    "constraint_fabricated", "medium", {"original": "", "summary": s.text}, None, "constraint_unsourced"
+                )
+            )
+    return findings
+
+
 def _check_fabricated(
     prose: list[_Statement],
     pinned: str,
@@ -3057,6 +3096,7 @@ def check_drift(
         extra_c, extra_a = _user_statements(context_messages)
         constraints, approvals = constraints + extra_c, approvals + extra_a
     findings += _check_fabricated(prose, pinned, constraints, approvals, corpus, frozenset(_rule_sentences(prose_text)))
+    findings += _check_wishes([*original_messages, *(context_messages or ())], prose)
     findings += _check_identifiers(original_messages, summary_text, corpus)
     findings += _check_hedges(original_messages, prose)
     findings += _check_progress(original_messages, checked)

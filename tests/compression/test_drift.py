@@ -1159,6 +1159,22 @@ def test_an_error_with_swapped_identifiers_is_misplaced() -> None:
     assert "wrong_attribution" not in kinds(right)
 
 
+def test_a_wish_no_user_voiced_is_fabricated() -> None:
+    messages = [
+        user("订单 #W5823417 里的机械键盘我要退，轴体有问题。"),
+        assistant("好的，已提交退货，329 元将原路退回 PayPal，5 到 7 个工作日到账。"),
+    ]
+    found = check_drift(messages, "- 用户希望在收到退货后立即到账。")
+    assert [(f.kind, f.code) for f in found if f.code == "constraint_unsourced"] == [
+        ("constraint_fabricated", "constraint_unsourced")
+    ]
+    said = check_drift(messages, "- 用户希望退掉 #W5823417 里的机械键盘，因为轴体有问题。")
+    assert "constraint_unsourced" not in [f.code for f in said]
+    # in the other language the words differ: left alone
+    english = check_drift(messages, "- The user wants the refund right after the return arrives.")
+    assert "constraint_unsourced" not in [f.code for f in english]
+
+
 def test_a_code_name_no_message_or_call_holds_is_fabricated() -> None:
     messages = [
         user("Can you rename fmt_money to format_money while you're at it?"),
