@@ -1546,8 +1546,10 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     other = [s for s in prose if _cross(a.text, s.text) and _x_about(needle, s) and _beyond_names(needle, s.text)]
     # the same language, by concept too: "run a migration on staging" is about "approve running 0042_add_index"
     same = [s for s in prose if not _cross(a.text, s.text) and len(needle) >= 3 and _x_about(needle, s)]
+    # a bare "行。" / "OK" borrows its terms from the proposal: only a sentence about the permission refuses it
+    bare = not (a.core or a.terms) - _ACK_WORDS
     if a.text not in summary and not _PENDING.search(a.text):
-        for s in about:
+        for s in about if not bare else [s for s in about if _PERMISSION.search(s.text)]:
             # "not approved", "still waiting for the user's approval", "用户还没确认要不要订"
             if _negates(s, a.terms, _PENDING) and not _grants(s) and not _OUTCOME.search(s.text):
                 return _finding("constraint_inverted", a, s.text, "approval_refused")
@@ -1584,6 +1586,9 @@ _NO_RULES = re.compile(
 )
 
 
+_PERMISSION = re.compile(
+    r"\b(?:approv\w*|permission|permit\w*|consent\w*|confirm\w*|agree\w*)\b|批准|同意|确认|授权|允许", re.I
+)
 _ALLOWED = re.compile(r"\b(?:allow(?:s|ed)?|permitted)\s+to\b|允许|准许", re.I)
 
 

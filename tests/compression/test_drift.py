@@ -1159,6 +1159,18 @@ def test_an_error_with_swapped_identifiers_is_misplaced() -> None:
     assert "wrong_attribution" not in kinds(right)
 
 
+def test_a_bare_ok_is_refused_only_by_a_sentence_about_the_permission() -> None:
+    messages = [
+        assistant("测试全部通过，但 calc_tax 还有 46 行，超过 40 行的限制，需要再拆。"),
+        user("行。先不要提交，我要先看一下 diff。"),
+    ]
+    kept = "\n- 先不要提交，要先看 diff。"
+    state = check_drift(messages, "- 最后状态：折扣测试报除零错误：数量为 0 的行没有被跳过。" + kept)
+    assert "approval_refused" not in [f.code for f in state]
+    refused = check_drift(messages, "- 测试全部通过，calc_tax 还有 46 行；用户没有同意再拆。" + kept)
+    assert "approval_refused" in [f.code for f in refused]
+
+
 def test_a_wish_no_user_voiced_is_fabricated() -> None:
     messages = [
         user("订单 #W5823417 里的机械键盘我要退，轴体有问题。"),
