@@ -2838,6 +2838,12 @@ def _latest_tests(messages: Sequence[dict[str, Any]]) -> tuple[bool | None, int 
 
 _DRY_RUN = re.compile(r"--dry-run|\bdiff\b|\bplan\b|--check\b|--what-if\b|--noop\b|\bdescribe\b|\bget\s+pods\b", re.I)
 _WRITE_TOOL = re.compile(r"write|edit|patch|apply|create|replace|sed\s+-i|update|modify|rename|git\s+mv|mv\s", re.I)
+#: a call that runs something: "./scripts/migrate.sh staging 0042_add_index", "python reproduce.py"
+_EXECUTES = re.compile(
+    r"(?:^|[\s\"'])(?:\./[\w./-]+|[\w./-]+\.(?:sh|py)\b|(?:ba)?sh\s|python\d?\s|node\s|pytest\b|make\s|psql\b"
+    r"|npm\s+run|kubectl\s+(?:apply|rollout|exec)|helm\s+(?:upgrade|install|rollback))"
+)
+_READS = re.compile(r"(?:^|[\s\"'])(?:cat|less|head|tail|grep|rg|ls|wc|sed\s+-n|git\s+(?:show|log|diff))\s")
 #: concepts a write tool call supports when it names the object
 _BY_WRITING = frozenset({"modify", "fix", "split", "renam", "add", "creat", "delet", "replac", "complet"})
 
@@ -2912,7 +2918,8 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
         failed = bool(result) and bool(_FAILED_RESULT.search(result[:2_000])) and not _EXIT_ZERO_CLAIM.search(result)
         if _DRY_RUN.search(call):  # "helm diff upgrade", "--dry-run": looked at, not done
             continue
-        if concept in hay or (concept in _BY_WRITING and _WRITE_TOOL.search(call)):
+        runs = concept == "run" and _EXECUTES.search(call) and not _READS.search(call)
+        if concept in hay or (concept in _BY_WRITING and _WRITE_TOOL.search(call)) or runs:
             events.append(_Event(index, call[:200], not failed))
         elif failed and not (concept in _BY_WRITING and not _WRITE_TOOL.search(call)):
             # the call on it failed, whatever it was called (not a run of a file claimed written: "edited

@@ -641,6 +641,22 @@ class TestProgressClaims:
         line = "- The last command pylint timed out and has been killed. The output of the command: reproduce_issue.py"
         assert [f for f in check_drift(messages, line) if f.kind == "wrong_attribution"] == []
 
+    def test_a_run_that_succeeded_after_a_failure_was_run(self) -> None:
+        messages = [
+            user("Yes, I approve running 0042_add_index on staging."),
+            call("c1", "terminal", {"cmd": "./scripts/migrate.sh staging 0042_add_index"}),
+            result("c1", "ERROR migrate migration 0042_add_index failed; nothing applied"),
+            assistant("The migration 0042_add_index failed with a lock timeout; nothing was applied."),
+            call("c2", "terminal", {"cmd": "./scripts/migrate.sh staging 0042_add_index"}),
+            result("c2", "INFO migrate applied 0042_add_index in 2.1s"),
+        ]
+        claims = "- Migration 0042_add_index has been executed on staging.\n- 迁移 0042_add_index 已在预发执行。"
+        assert [f for f in check_drift(messages, claims) if f.kind == "progress_fabricated"] == []
+        # before the second run the failure stands; reading the file runs nothing
+        assert "progress_contradicted" in [f.code for f in check_drift(messages[:4], claims)]
+        read = [messages[0], call("c3", "terminal", {"cmd": "cat migrations/0042_add_index.sql"}), result("c3", "ok")]
+        assert {f.severity for f in check_drift(read, claims) if f.kind == "progress_fabricated"} == {"low"}
+
     def test_an_edit_done_wrongly_was_still_done(self) -> None:
         messages = [
             call("c1", "write_file", {"path": "apply_fix.py", "content": "x = 1"}),
