@@ -1845,6 +1845,7 @@ def _error_keys(line: str) -> set[str]:
     keys = {m.group(0) for m in _ERROR_NAME.finditer(line)}
     keys |= {q for m in _QUOTED.finditer(line) for q in m.groups() if q and not q.isspace()}
     keys |= set(_STRONG_ID.findall(line)) | {m.group(1) for m in _FUNCTION.finditer(line)}
+    keys |= {n for n in _LONG_NUMBER.findall(line) if n.isdigit()}  # an item: 8823019934
     # a bare word ("Error", "assert") names nothing
     return {k for k in keys if len(k) > 2} - {"Error", "Exception"}
 
@@ -1865,6 +1866,9 @@ _ERROR_WORDS = re.compile(
 )
 
 
+_EXCEPTION = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b")
+
+
 def _error_kept(line: str, body: str, keys: set[str], specific: set[str], summary: str, lines: list[str]) -> bool:
     """Whether a summary keeps a tool's error line: by one of its own names (the exception, a quoted value, an
     identifier; "KeyError" alone does not say which KeyError, and "the currency key was missing"
@@ -1872,8 +1876,16 @@ def _error_kept(line: str, body: str, keys: set[str], specific: set[str], summar
     被拒绝"); a line with no name of its own by most of its words, in either language. ``body``: the line
     without its log stamp."""
     folded = summary.casefold()
+    # "item 8823019934 not found in order #W5823417": the order alone does not say which item
+    ids = {k for k in specific if _LONG_NUMBER.fullmatch(k) or _STRONG_ID.fullmatch(k)}
+    if len(ids) >= 2 and not all(k.casefold() in folded for k in ids):
+        return False
     if any(k.casefold() in folded for k in specific or keys):
-        return True
+        # "An AssertionError in `group_by_customer`" does not keep "TypeError: group_by_customer() missing …"
+        named = {k for k in keys - specific if k.endswith(("Error", "Exception"))}
+        if not named or any(n.casefold() in folded for n in named):
+            return True
+        return not any(_EXCEPTION.search(s) and any(k.casefold() in s.casefold() for k in specific) for s in lines)
     needle = frozenset(_needle(body) - {"1"})
     if len(needle) < 2:
         return not keys

@@ -776,6 +776,27 @@ class TestToolOutputAndShortIds:
         assistant("The passenger record of K1NW8N lists Ivan D-0."),
     ]
 
+    def test_a_tool_error_is_kept_by_its_own_exception_and_all_its_ids(self) -> None:
+        messages = [
+            call("c1", "terminal", {"cmd": "pytest tests/export -q"}),
+            result("c1", "E   TypeError: group_by_customer() missing 1 required positional argument: 'ctx'\n1 failed"),
+            call("c2", "return_delivered_order_items", {"order_id": "#W5823417", "item_ids": ["8823019934"]}),
+            result("c2", "Error: item 8823019934 not found in order #W5823417"),
+        ]
+
+        def missing(summary: str) -> list[str]:
+            found = check_drift(messages, summary)
+            return [f.evidence["original"][:20] for f in found if f.code == "tool_error_missing"]
+
+        # another exception on the same function, and the order without the item, keep neither error
+        assert missing("- An AssertionError in `group_by_customer`.\n- Return on #W5823417 failed.") == [
+            "E   TypeError: group",
+            "Error: item 88230199",
+        ]
+        kept = "- TypeError in group_by_customer (no ctx).\n- Item 8823019934 not found in order #W5823417."
+        assert missing(kept) == []
+        assert missing("- group_by_customer was called without ctx.\n- 8823019934 is not in #W5823417.") == []
+
     def test_an_error_only_in_tool_output_is_checked(self) -> None:
         found = check_drift(self.MESSAGES, "- sofia_kim_7287 wants NO6JO3 changed; K1NW8N lists Ivan D-0.")
         assert [(f.kind, f.code, f.source_index) for f in found] == [("identifier_missing", "tool_error_missing", 2)]
@@ -1170,7 +1191,11 @@ def test_an_error_with_swapped_identifiers_is_misplaced() -> None:
         assistant("The right item is 6117428830; return submitted."),
     ]
     wrong = check_drift(messages, "- Error: item 6117428830 not found in order #W5823417 (line 14)")
-    assert [(f.kind, f.code, f.source_index) for f in wrong] == [("wrong_attribution", "error_misplaced", 1)]
+    # misplaced, and (a note) the real error with its item is not kept
+    assert [(f.kind, f.code, f.source_index) for f in wrong] == [
+        ("wrong_attribution", "error_misplaced", 1),
+        ("identifier_missing", "tool_error_missing", 1),
+    ]
     right = check_drift(messages, "- Error: item 8823019934 not found in order #W5823417; returned 6117428830.")
     assert "wrong_attribution" not in kinds(right)
 
