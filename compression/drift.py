@@ -1702,6 +1702,18 @@ def _check_fabricated(
 _LABEL = re.compile(r"^\W*(?:[\w ]{0,30}\(#\d+\)[\w ]{0,30}(?:\(#\d+\))?\s*:\s*)")
 
 
+_CALL_LINE = re.compile(r"^\(?#?\d*\)?\s*\w+\(.*\):\s+(.+)$")
+
+
+def _verbatim(text: str, corpus: str) -> bool:
+    """Whether ``text``, without its label ("(#209) resolved later (#210): "), is a passage of ``corpus``."""
+    body = _LINE_COUNT.sub("", _LABEL.sub("", text, count=1)).strip(" -.…")
+    # the extractive summary's call lines: 'bash({"command": …}): Error: … (41 lines)' quote the result
+    call = _CALL_LINE.match(body)
+    body = call.group(1).strip(" -.…") if call else body
+    return len(body) >= 20 and body in corpus
+
+
 def _quoted(text: str, corpus: str) -> bool:
     """Whether ``text`` quotes a message after a label of its own ("Finding (#280): Since I don't have ...")."""
     body = _LABEL.sub("", text, count=1).rstrip(".…")
@@ -2615,6 +2627,7 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
             else:
                 plain.append(_Statement(sentence, index, key_terms(sentence)))
     findings = []
+    corpus: str | None = None
     for units in hedged:
         for h in units:
             # two words are too few to know a sentence repeats the claim ("Or maybe the output is too large")
@@ -2624,6 +2637,10 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
             if any(_confirms(p, h) for p in plain):
                 continue
             about = [s for s in prose if _about_hedge(h, s) and not _is_list(s.text)]
+            if about:
+                # a line quoted whole from the originals (a tool's error, the agent's later finding) drops nothing
+                corpus = corpus if corpus is not None else _corpus(messages)
+                about = [s for s in about if not _verbatim(s.text, corpus)]
             if about and not any(_HEDGE_KEPT.search(s.text) for s in about):
                 findings.append(
                     DriftFinding(

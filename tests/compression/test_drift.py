@@ -148,6 +148,23 @@ class TestFaithfulSummaries:
         )
         assert check_drift(messages, summary) == []
 
+    def test_a_line_quoted_whole_from_the_originals_loses_no_hedge(self) -> None:
+        messages = [
+            assistant("So maybe I didn't need to fix `dmp_sqf_part` if I fix `dmp_ext_factor`?"),
+            assistant("Checked: AND fixing `dmp_sqf_part` was necessary because `dmp_ext_factor` calls it."),
+            call("c1", "bash", {"command": "python3 reproduce_failure.py"}),
+            result("c1", "Error: user-defined function raised exception"),
+            assistant("The `user-defined function raised exception` is likely masking the real error."),
+        ]
+        quoted = (
+            "- Finding (#1): AND fixing `dmp_sqf_part` was necessary because `dmp_ext_factor` calls it.\n"
+            '- (#3) bash({"command": "python3 reproduce_failure.py"}): Error: user-defined function raised exception'
+            " (41 lines)"
+        )
+        assert [f for f in check_drift(messages, quoted) if f.kind == "hedge_lost"] == []
+        settled = "- The user-defined function raised exception is masking the real error."
+        assert "hedge_lost" in [f.kind for f in check_drift(messages, settled)]
+
     def test_it_finds_nothing_in_extractive_summaries_of_the_samples(self) -> None:
         for messages in (sample_messages(CODING), sample_messages(WECHAT)):
             for start, end in ((1, len(messages) - 1), (3, len(messages) - 2), (2, 12)):
