@@ -52,6 +52,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import permutations
 from typing import Any
 
 from .facts import (
@@ -114,6 +115,7 @@ DETAILS: dict[str, str] = {
     "instruction_copied": "the summary copies the summarizer's own rules as if they were the session's",
     "identifier_mistyped": "the summary calls an identifier something it is not (an order for a user id)",
     "value_misplaced": "the summary gives a name the number a tool's table shows for another name",
+    "wish_unsourced": "the summary gives the user a wish or belief no user voiced",
     "ids_mismatched": "the summary pairs two things the originals never pair (an item on another order)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
@@ -1639,7 +1641,7 @@ def _check_wishes(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
         if max(_overlap(terms, key_terms(u)) for u in users) < 0.2:
             findings.append(
                 DriftFinding(
-                    "constraint_fabricated", "medium", {"original": "", "summary": s.text}, None, "constraint_unsourced"
+                    "constraint_fabricated", "medium", {"original": "", "summary": s.text}, None, "wish_unsourced"
                 )
             )
     return findings
@@ -2357,24 +2359,33 @@ def _shape(token: str) -> str:
     return re.sub(r"\d+", lambda m: f"{len(m.group(0))}", re.sub(r"[A-Z]+", "A", token))
 
 
-def _pairs_index(messages: Sequence[dict[str, Any]]) -> list[tuple[str, list[str]]]:
-    """The passages of ``messages`` that put things together, as (what holds for all of it, its lines): a
-    short message (with its calls) whole, a long one by runs of five lines, a call's arguments with all of
-    its result (the call names what its result is about)."""
+@dataclass(frozen=True)
+class _Passage:
+    """A passage of the originals that puts things together: ``head`` holds for all of it, ``lines`` by runs."""
+
+    index: int
+    head: str
+    lines: list[str]
+
+
+def _pairs_index(messages: Sequence[dict[str, Any]]) -> list[_Passage]:
+    """The passages of ``messages``: a short message (with its calls) whole, a long one by runs of five lines,
+    a call's arguments with all of its result (the call names what its result is about)."""
     calls = _calls(messages)
     answered = {result for _, _, result in calls}
-    units: list[tuple[str, list[str]]] = []
+    units: list[_Passage] = []
     for index, m in enumerate(messages):
         if not isinstance(m, dict) or is_summary_message(m):
             continue
         if m.get("role") == "tool":
             if content_text(m) not in answered:  # a result is read with its call
-                units.append(("", content_text(m)[:20_000].splitlines()))
+                units.append(_Passage(index, "", content_text(m)[:20_000].splitlines()))
             continue
         # a message with its calls: "改回 ROUND_HALF_UP。" and the write to billing/tax.py it announces
         text = "\n".join([content_text(m), *(call for i, call, _ in calls if i == index)])
-        units.append((text, []) if len(text) <= 600 or text.count("\n") < 5 else ("", text.splitlines()))
-    units += [(call, result[:20_000].splitlines()) for _, call, result in calls]
+        short = len(text) <= 600 or text.count("\n") < 5
+        units.append(_Passage(index, text, []) if short else _Passage(index, "", text.splitlines()))
+    units += [_Passage(index, call, result[:20_000].splitlines()) for index, call, result in calls]
     return units
 
 
@@ -2383,43 +2394,52 @@ def _near_lines(lines: list[str], a: str) -> list[str]:
     return ["\n".join(lines[max(0, i - 2) : i + 3]) for i, line in enumerate(lines) if a in line]
 
 
-def _together(units: list[tuple[str, list[str]]], a: str, b: str) -> bool:
-    for head, lines in units:
-        if a in head and (b in head or any(b in line for line in lines)):
+def _together(units: list[_Passage], a: str, b: str) -> bool:
+    for u in units:
+        if a in u.head and (b in u.head or any(b in line for line in u.lines)):
             return True
-        if b in head and any(a in line for line in lines):
+        if b in u.head and any(a in line for line in u.lines):
             return True
-        if any(b in run for run in _near_lines(lines, a)):
+        if any(b in run for run in _near_lines(u.lines, a)):
             return True
     return False
 
 
-def _tested_together(units: list[tuple[str, list[str]]], a: str, b: str) -> bool:
+def _tested_together(units: list[_Passage], a: str, b: str) -> bool:
     """An error and a function, when the error came from the function's test file: an AssertionError in
     tests/export/test_money.py is one in format_money."""
     error, name = (a, b) if _shape(a) == "error" else (b, a)
     if _shape(error) != "error" or _shape(name) != "name":
         return False
     parts = {p for p in name.split("_") if len(p) >= 4}
-    files = _siblings(units, error, "file")
-    return any(parts & set(re.split(r"[/_.]", f)) for f in files)
+    return any(parts & set(re.split(r"[/_.]", f)) for f in _siblings(units, error, "file"))
 
 
-def _siblings(units: list[tuple[str, list[str]]], b: str, shape: str) -> set[str]:
-    """What of ``shape`` the originals put together with ``b``."""
-    found: set[str] = set()
-    for head, lines in units:
-        texts = [head, *lines] if b in head else _near_lines(lines, b)
+def _siblings(units: list[_Passage], b: str, shape: str) -> dict[str, tuple[int, str]]:
+    """What of ``shape`` the originals put together with ``b``, each with (message index, the passage)."""
+    found: dict[str, tuple[int, str]] = {}
+    for u in units:
+        texts = [u.head, *u.lines] if b in u.head else _near_lines(u.lines, b)
         for text in texts:
-            found.update(t.lstrip("#") for t in _PAIRED.findall(text) if _shape(t) == shape)
+            for t in _PAIRED.findall(text):
+                if _shape(t) == shape:
+                    found.setdefault(t.lstrip("#"), (u.index, text))
     return found
+
+
+def _excerpt(text: str, a: str, b: str, width: int = 240) -> str:
+    """The part of ``text`` around ``a`` and ``b`` (in the order they come), on one line."""
+    flat = re.sub(r"\s+", " ", text)
+    at = [flat.find(x) for x in (a, b) if x in flat]
+    start = max(0, min(at, default=0) - 40)
+    return ("…" if start else "") + flat[start : start + width].strip() + ("…" if start + width < len(flat) else "")
 
 
 def _check_pairs(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
     """Two real things put together that the originals never put together, when they put one of them with a
     sibling of the other: "#W7730285 的机械键盘（6117428830）" when 6117428830 was returned on #W5823417; an
     AssertionError in `group_by_customer` when group_by_customer raised a TypeError."""
-    units: list[tuple[str, list[str]]] | None = None
+    units: list[_Passage] | None = None
     corpus = ""
     findings: list[DriftFinding] = []
     for clause in _PAIR_CLAUSE.split(_CITATION.sub(" ", prose_text)):
@@ -2428,29 +2448,20 @@ def _check_pairs(messages: Sequence[dict[str, Any]], prose_text: str) -> list[Dr
             continue
         if units is None:
             units = _pairs_index(messages)
-            corpus = "\n".join(head + "\n" + "\n".join(lines) for head, lines in units)
+            corpus = "\n".join(u.head + "\n" + "\n".join(u.lines) for u in units)
         tokens = [t for t in tokens if t in corpus]
-        for a in tokens:
-            for b in tokens:
-                if a == b or _shape(a) == _shape(b) or a in b or b in a:
-                    continue
-                if _together(units, a, b) or _tested_together(units, a, b):
-                    continue
-                others = _siblings(units, b, _shape(a)) - {a}
-                if not others:
-                    continue
-                findings.append(
-                    DriftFinding(
-                        "wrong_attribution",
-                        "medium",
-                        {"original": f"{b} … {sorted(others)[0]}", "summary": clause.strip()},
-                        None,
-                        "ids_mismatched",
-                    )
-                )
-                break
-            else:
+        for a, b in permutations(tokens, 2):
+            if _shape(a) == _shape(b) or a in b or b in a:
                 continue
+            if _together(units, a, b) or _tested_together(units, a, b):
+                continue
+            others = {k: v for k, v in _siblings(units, b, _shape(a)).items() if k != a}
+            if not others:
+                continue
+            sibling = min(others)
+            index, passage = others[sibling]
+            evidence = {"original": _excerpt(passage, b, sibling), "summary": clause.strip()}
+            findings.append(DriftFinding("wrong_attribution", "medium", evidence, index, "ids_mismatched"))
             break
     return findings
 

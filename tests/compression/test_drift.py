@@ -1235,14 +1235,14 @@ def test_a_wish_no_user_voiced_is_fabricated() -> None:
         assistant("好的，已提交退货，329 元将原路退回 PayPal，5 到 7 个工作日到账。"),
     ]
     found = check_drift(messages, "- 用户希望在收到退货后立即到账。")
-    assert [(f.kind, f.code) for f in found if f.code == "constraint_unsourced"] == [
-        ("constraint_fabricated", "constraint_unsourced")
+    assert [(f.kind, f.code) for f in found if f.code == "wish_unsourced"] == [
+        ("constraint_fabricated", "wish_unsourced")
     ]
     said = check_drift(messages, "- 用户希望退掉 #W5823417 里的机械键盘，因为轴体有问题。")
-    assert "constraint_unsourced" not in [f.code for f in said]
+    assert "wish_unsourced" not in [f.code for f in said]
     # in the other language the words differ: left alone
     english = check_drift(messages, "- The user wants the refund right after the return arrives.")
-    assert "constraint_unsourced" not in [f.code for f in english]
+    assert "wish_unsourced" not in [f.code for f in english]
 
 
 def test_a_code_name_no_message_or_call_holds_is_fabricated() -> None:
@@ -1269,7 +1269,10 @@ def test_an_item_put_on_another_order_is_mismatched() -> None:
         result("c2", '{"order_id": "#W5823417", "status": "return requested"}'),
     ]
     wrong = check_drift(messages, "- 已提交退货：#W7730285 的机械键盘（6117428830）")
-    assert [(f.kind, f.code) for f in wrong if f.code == "ids_mismatched"] == [("wrong_attribution", "ids_mismatched")]
+    [found] = [f for f in wrong if f.code == "ids_mismatched"]
+    # the evidence is where the originals put the item: on the other order
+    assert (found.kind, found.source_index) == ("wrong_attribution", 3)
+    assert '"order_id": "#W5823417", "item_ids": ["6117428830"]' in found.evidence["original"]
     right = check_drift(messages, "- 已提交退货：#W5823417 的机械键盘（6117428830）\n- #W7730285 还在处理中。")
     assert "ids_mismatched" not in [f.code for f in right]
     # a list names things side by side, it pairs nothing
