@@ -115,6 +115,7 @@ DETAILS: dict[str, str] = {
     "instruction_copied": "the summary copies the summarizer's own rules as if they were the session's",
     "identifier_mistyped": "the summary calls an identifier something it is not (an order for a user id)",
     "value_misplaced": "the summary gives a name the number a tool's table shows for another name",
+    "protected_changed": "the summary tells to change what the user said not to touch",
     "wish_unsourced": "the summary gives the user a wish or belief no user voiced",
     "ids_mismatched": "the summary pairs two things the originals never pair (an item on another order)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
@@ -2466,6 +2467,44 @@ def _check_pairs(messages: Sequence[dict[str, Any]], prose_text: str) -> list[Dr
     return findings
 
 
+#: a line that tells to change something: "Drop lru_cache from load_rate_table", "修改 billing/rates_cache.py 中的逻辑"
+_CHANGE_FIRST = re.compile(
+    r"^\W*(?:[\w ]{0,30}\(#\d+\)\s*:\s*)?(?:drop|remove|delete|change|modify|edit|fix|refactor|rewrite|add|update"
+    r"|revert|replace|rename|split|move|patch)\b|^\W*(?:删除?|去掉|修改|改回|改成|改为|改|重构|拆分?|添加|更新|替换|重命名)",
+    re.I,
+)
+_DEFINED = re.compile(r"^\s*(?:\d+\s+)?(?:async\s+)?(?:def|class|function)\s+(\w+)", re.M)
+
+
+def _check_protected(
+    messages: Sequence[dict[str, Any]], constraints: list[_Statement], prose_text: str
+) -> list[DriftFinding]:
+    """A line that tells to change a file the user said not to touch, or a function the tools showed defined in
+    it: "Drop lru_cache from load_rate_table (memory)." for "Don't touch rates.py in this PR"."""
+    protected: dict[str, _Statement] = {}
+    for c in constraints:
+        if _is_prohibitive(c.text):
+            for f in _PAIRED.findall(c.text):
+                if _shape(f) == "file":
+                    protected.setdefault(f.rsplit("/", 1)[-1], c)
+    if not protected:
+        return []
+    names = dict(protected)
+    for _, call, result in _calls(messages):
+        for f, c in protected.items():
+            if f in call:
+                names.update((n, c) for n in _DEFINED.findall(result[:20_000]) if len(n) >= 4)
+    findings = []
+    for clause in re.split(r"[\n;；。]|\.\s", prose_text):
+        if not _CHANGE_FIRST.search(clause) or _NOT_DONE.search(clause) or _QUESTION.search(clause):
+            continue
+        hit = next((c for n, c in names.items() if re.search(rf"(?<![\w/]){re.escape(n)}(?!\w)", clause)), None)
+        if hit is not None:
+            evidence = {"original": hit.text, "summary": clause.strip()}
+            findings.append(DriftFinding("constraint_inverted", "high", evidence, None, "protected_changed"))
+    return findings
+
+
 _NAME_NUMBER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]?\s+(\d+)\s*$", re.M)
 
 
@@ -3165,6 +3204,7 @@ def check_drift(
         f for f in _check_pairs(original_messages, prose_text) if not any(f.evidence["summary"] in p for p in placed)
     ]
     findings += _check_constraint_objects(original_messages, constraints, summary_text)
+    findings += _check_protected(original_messages, constraints, prose_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings

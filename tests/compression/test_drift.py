@@ -1229,6 +1229,25 @@ def test_a_bare_ok_is_refused_only_by_a_sentence_about_the_permission() -> None:
     assert "approval_refused" in [f.code for f in refused]
 
 
+def test_a_line_that_tells_to_change_a_protected_file_or_its_function_inverts_it() -> None:
+    messages = [
+        user("Don't touch rates.py in this PR though, open a separate ticket for the cache."),
+        call("c1", "terminal", {"cmd": "sed -n 1,40p export/rates.py"}),
+        result("c1", "  21  def load_rate_table(path):\n  44  def lookup_rate(row, table):"),
+        call("c2", "terminal", {"cmd": "git log --oneline -3 export/rates.py"}),
+        result("c2", "d4b59c0 Drop lru_cache from load_rate_table (memory)"),
+    ]
+    found = check_drift(messages, "## Decisions\n- Drop lru_cache from load_rate_table (memory).")
+    assert [(f.kind, f.code) for f in found if f.code == "protected_changed"] == [
+        ("constraint_inverted", "protected_changed")
+    ]
+    kept = (
+        "- Don't touch rates.py in this PR.\n- Commit d4b59c0 'Drop lru_cache from load_rate_table' fits the cache"
+        " suspicion.\n- Do not modify load_rate_table; open a ticket."
+    )
+    assert "protected_changed" not in [f.code for f in check_drift(messages, kept)]
+
+
 def test_a_wish_no_user_voiced_is_fabricated() -> None:
     messages = [
         user("订单 #W5823417 里的机械键盘我要退，轴体有问题。"),
