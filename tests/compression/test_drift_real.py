@@ -24,17 +24,17 @@ TARGET_RECALL = 0.80
 #: at most this many faithful summaries with a false alarm, per 20
 TARGET_ALARMS_PER_20 = 1.0
 #: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
-#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 90
-#: labelled answers (58 dev, 32 held-out; rounds 3 and 4 labelled blind after the detector changes they are
-#: scored against): dev en 163/202 = 0.81, zh 120/145 = 0.83; held-out en 76/100 = 0.76, zh 73/98 = 0.74; 13 of
-#: 160 held-out faithful items with a false alarm (1.6 per 20). Held-out targets not met; the floors and the
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 100
+#: labelled answers (66 dev, 34 held-out; rounds 3 to 5 labelled blind after the detector changes they are
+#: scored against): dev en 193/240 = 0.80, zh 143/166 = 0.86; held-out en 77/100 = 0.77, zh 85/110 = 0.77; 9 of
+#: 170 held-out faithful items with a false alarm (1.1 per 20). Held-out targets not met; the floors and the
 #: ceiling sit a little past, so a regression fails (dev sits near its target: a little room for relabelling).
 FLOORS: dict[tuple[str, str], float] = {
     ("dev", "recall_en"): 0.78,
     ("dev", "recall_zh"): 0.78,
-    ("heldout", "recall_en"): 0.72,
-    ("heldout", "recall_zh"): 0.70,
-    ("heldout", "item_alarms_per_20"): 2.0,
+    ("heldout", "recall_en"): 0.74,
+    ("heldout", "recall_zh"): 0.74,
+    ("heldout", "item_alarms_per_20"): 1.5,
 }
 
 pytestmark = pytest.mark.skipif(
