@@ -2374,6 +2374,9 @@ def _pairs_index(messages: Sequence[dict[str, Any]]) -> list[_Passage]:
     a call's arguments with all of its result (the call names what its result is about)."""
     calls = _calls(messages)
     answered = {result for _, _, result in calls}
+    by_message: dict[int, list[str]] = {}
+    for index, call, _ in calls:
+        by_message.setdefault(index, []).append(call)
     units: list[_Passage] = []
     for index, m in enumerate(messages):
         if not isinstance(m, dict) or is_summary_message(m):
@@ -2383,7 +2386,7 @@ def _pairs_index(messages: Sequence[dict[str, Any]]) -> list[_Passage]:
                 units.append(_Passage(index, "", content_text(m)[:20_000].splitlines()))
             continue
         # a message with its calls: "改回 ROUND_HALF_UP。" and the write to billing/tax.py it announces
-        text = "\n".join([content_text(m), *(call for i, call, _ in calls if i == index)])
+        text = "\n".join([content_text(m), *by_message.get(index, ())])
         short = len(text) <= 600 or text.count("\n") < 5
         units.append(_Passage(index, text, []) if short else _Passage(index, "", text.splitlines()))
     units += [_Passage(index, call, result[:20_000].splitlines()) for index, call, result in calls]
