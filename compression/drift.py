@@ -1758,6 +1758,8 @@ def _is_in(ident: str, text: str) -> bool:
     number = _number_of(ident)
     if number is not None:
         return _has_number(text, number)
+    if "/" in ident:  # a path whole: "tests/test_money.p" is not in "tests/test_money.py"
+        return re.search(re.escape(ident) + r"(?![\w-]|\.\w)", text) is not None
     return ident in text
 
 
@@ -1767,7 +1769,7 @@ def _rooted(path: str, corpus: str) -> bool:
     for cut in range(1, len(parts) - 1):
         root, rest = "/".join(parts[:cut]), "/".join(parts[cut:])
         # the root named as a directory of its own ("working in /srv/app"), not as a prefix ("/v1/health")
-        if root and "/" in rest and rest in corpus and re.search(re.escape(root) + r"(?![\w/-])", corpus):
+        if root and "/" in rest and _is_in(rest, corpus) and re.search(re.escape(root) + r"(?![\w/-])", corpus):
             return True
     return False
 

@@ -1170,6 +1170,19 @@ def test_a_known_path_under_the_working_directory_is_no_invention() -> None:
     assert "identifier_fabricated" in kinds(invented)
 
 
+def test_a_path_cut_short_is_no_known_path() -> None:
+    output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
+    messages = [
+        user("Run the billing tests."),
+        call("t1", "terminal", {"command": "pytest tests/billing"}),
+        result("t1", output),
+    ]
+    cut = check_drift(messages, "- tests/billing/test_money.p:187: ZeroDivisionError")
+    assert ("identifier_fabricated", "tests/billing/test_money.p") in [(f.kind, f.evidence["summary"]) for f in cut]
+    whole = check_drift(messages, "- tests/billing/test_money.py passed; tests/billing/test_discount.py failed.")
+    assert "identifier_fabricated" not in kinds(whole)
+
+
 class TestRetailRules:
     MESSAGES = [
         user("你好，我想退一个东西。"),
