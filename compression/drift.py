@@ -2353,12 +2353,16 @@ def _shape(token: str) -> str:
         return "error"
     if "." in token:
         return "file"
+    if re.fullmatch(r"[a-z]+(?:_[a-z]+)+_\d+", token):
+        return "account"
     if token.islower():
         return "name"
     if "_" in token:
         return "constant"
     if len(token) == 6 and not re.fullmatch(r"[A-Z]+\d+", token):
         return "reservation"
+    if re.fullmatch(r"[A-Z]{1,3}\d{6,}", token):
+        return "order"
     return re.sub(r"\d+", lambda m: f"{len(m.group(0))}", re.sub(r"[A-Z]+", "A", token))
 
 
@@ -2441,6 +2445,18 @@ def _excerpt(text: str, a: str, b: str, width: int = 240) -> str:
     return ("…" if start else "") + flat[start : start + width].strip() + ("…" if start + width < len(flat) else "")
 
 
+#: a person by name: "Sofia Kim", whose account the tools call sofia_kim_7287
+_PERSON = re.compile(r"\b([A-Z][a-z]+)\s+([A-Z][a-z]+)\b")
+
+
+def _user_ids(clause: str, corpus: str) -> list[str]:
+    """The account ids of the people ``clause`` names, as the originals spell them: "Sofia Kim" -> sofia_kim_7287."""
+    found: list[str] = []
+    for first, last in _PERSON.findall(clause):
+        found += re.findall(rf"\b{first.lower()}_{last.lower()}_\d+\b", corpus)[:1]
+    return list(dict.fromkeys(found))
+
+
 def _check_pairs(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
     """Two real things put together that the originals never put together, when they put one of them with a
     sibling of the other: "#W7730285 的机械键盘（6117428830）" when 6117428830 was returned on #W5823417; an
@@ -2450,14 +2466,20 @@ def _check_pairs(messages: Sequence[dict[str, Any]], prose_text: str) -> list[Dr
     findings: list[DriftFinding] = []
     for clause in _PAIR_CLAUSE.split(_CITATION.sub(" ", prose_text)):
         tokens = list(dict.fromkeys(t.lstrip("#") for t in _PAIRED.findall(clause)))
-        if not 2 <= len(tokens) <= 3:
+        if not 2 <= len(tokens) + bool(_PERSON.search(clause)) <= 3:
             continue
         if units is None:
             units = _pairs_index(messages)
             corpus = "\n".join(u.head + "\n" + "\n".join(u.lines) for u in units)
+        tokens += _user_ids(clause, corpus)
+        if not 2 <= len(tokens) <= 3:
+            continue
         tokens = [t for t in tokens if t in corpus]
         for a, b in permutations(tokens, 2):
             if _shape(a) == _shape(b) or a in b or b in a:
+                continue
+            # an account holds its reservations and orders; a flight or an item is held through them
+            if "account" in (_shape(a), _shape(b)) and not {_shape(a), _shape(b)} & {"reservation", "order"}:
                 continue
             if _together(units, a, b) or _tested_together(units, a, b):
                 continue

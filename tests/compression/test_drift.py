@@ -1329,6 +1329,23 @@ def test_an_error_on_another_function_is_mismatched_unless_its_test_file_is_the_
     assert "ids_mismatched" not in [f.code for f in right]
 
 
+def test_a_reservation_put_on_another_customer_is_mismatched() -> None:
+    messages = [
+        call("c1", "get_user_details", {"user_id": "sofia_kim_7287"}),
+        result("c1", '{"user_id": "sofia_kim_7287", "name": "Sofia Kim", "reservations": ["NO6JO3", "Q4ZB2R"]}'),
+        call("c2", "get_user_details", {"user_id": "ivan_d_1200"}),
+        result("c2", '{"user_id": "ivan_d_1200", "name": "Ivan D", "reservations": ["K1NW8N"]}'),
+        call("c3", "update_reservation_flights", {"reservation_id": "NO6JO3", "flights": ["HAT136", "HAT211"]}),
+        result("c3", '{"reservation_id": "NO6JO3", "status": "updated"}'),
+    ]
+    wrong = check_drift(messages, "- Sofia Kim has changed her reservation from NO6JO3 to K1NW8N.")
+    [found] = [f for f in wrong if f.code == "ids_mismatched"]
+    assert '"reservations": [' in found.evidence["original"]  # whose reservations are whose
+    # her flight is hers through the reservation: no account is paired with a flight
+    right = check_drift(messages, "- Sofia Kim's reservation NO6JO3 now departs on HAT136.")
+    assert "ids_mismatched" not in [f.code for f in right]
+
+
 class TestIdentifierRoles:
     """An identifier called something it is not (real model output: "`W7730285` 是工单 ID", "销售员 ID:
     li_wei_3391", "The return flight ID is K1NW8N")."""
