@@ -946,8 +946,11 @@ def _user_turns(
     constraints: list[_Statement] = []
     approvals: list[_Statement] = []
     requests: list[_Statement] = []
-    # the first user turn is the task, not a request made mid-run
+    # the first user turn of a history is the task, not a request made mid-run (a segment cut from the middle
+    # of a run has no task: its first user turn comes after the agent's work)
     first_user = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), -1)
+    if any(isinstance(m, dict) and m.get("role") in ("assistant", "tool") for m in messages[: max(first_user, 0)]):
+        first_user = -1
     seen: set[str] = set()
     proposal = ""
     for index, m in enumerate(messages):
@@ -1352,11 +1355,19 @@ def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> Drif
 
     if whole and any(keeps(s) for s in prose):
         return None
+    # its other words, when it has some: "can you … while you're at it" says nothing of what is asked
+    rest = {t for t in terms - _VERBS - ids if len(t) > 2 or _CJK.match(t)} - {
+        "can",
+        "could",
+        "would",
+        "please",
+        "while",
+    }
     for s in prose:
         if _cross(r.text, s.text):
             if _x_about(needle, s):
                 return None
-        elif _overlap(terms - _VERBS - ids, s.terms) >= MATCH:  # (the names were looked at above)
+        elif len(rest) >= 2 and _overlap(rest, s.terms) >= MATCH:  # (the names were looked at above)
             return None
     # a question to look something up ("check which architecture the runner uses") is answered, not kept: a note
     lookup = re.match(

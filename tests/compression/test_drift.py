@@ -1086,6 +1086,17 @@ class TestRequestsMidRun:
             serious(check_drift(messages, "- Renamed fmt_money to format_money (an alias keeps the old name).")) == []
         )
         assert check_drift(messages, "- format_money replaces fmt_money.") == []
+        # the ask's other words are "can you … while you're at it": sharing them keeps nothing
+        found = check_drift(messages, "- While you're at it, the JPY case can fail.")
+        assert [(f.code, f.source_index) for f in found] == [("request_dropped", 1)]
+
+    def test_a_segment_cut_mid_run_has_no_task_turn(self) -> None:
+        # the segment starts after the agent's work: its first user turn is a request, not the task
+        messages = [assistant("Reading export/rates.py."), user("Can you rename fmt_money to format_money?")]
+        found = check_drift(messages, "- Read export/rates.py.")
+        assert [(f.code, f.source_index) for f in found] == [("request_dropped", 1)]
+        # a history's first user turn is its task
+        assert "request_dropped" not in [f.code for f in check_drift(messages[1:], "- Read export/rates.py.")]
 
     def test_a_request_about_one_name_needs_what_was_asked(self) -> None:
         messages = [user("帮我退 #W5823417 的键盘。"), user("另外帮我把订单 #W7730285 的地址改成上海。")]
