@@ -1153,10 +1153,35 @@ def _negated_verbs(text: str) -> set[str]:
     return set()
 
 
-def _restates(c: _Statement, s: _Statement) -> bool:
-    """Whether a negated clause of ``s`` is about ``c`` (mostly its words, not only its verb): "signature kept"."""
+_CLOCK_BOUND = re.compile(r"\b(?:until|before)\s+\d{1,2}(?::\d{2})?(?!\w)|\d{1,2}[:：]\d{2}\s*(?:之前|以前)")
+
+
+def _forbidden_terms(c: _Statement) -> set[str]:
+    """The terms of what a prohibition forbids that its other clauses (the reasons) do not also use."""
+    clauses = _clauses(c.text)
+    # "finance runs their closing reports on it until 18:00": a clock time bounds nothing in a reason
+    reasons = set().union(*(_terms(clause)[0] for clause in clauses if not is_negated(_CLOCK_BOUND.sub(" ", clause))))
+    return (c.action - reasons) or c.action
+
+
+_PART = re.compile(r"\band\b|[,;，；]|并且|而且")
+
+
+def _negates_part(s: _Statement, terms: set[str]) -> bool:
+    """:func:`_negates`, where the negation and the terms share one part of a clause: "tested on business hours
+    and finance runs reports until 18:00" negates no business hours."""
+    return _negates(s, terms) and any(
+        is_negated(part) and _terms(part)[0] & terms for clause in _whole(s) for part in _PART.split(clause.text)
+    )
+
+
+def _restates(c: _Statement, s: _Statement, own: set[str] | None = None) -> bool:
+    """Whether a negated clause of ``s`` is about ``c`` (mostly its words, not only its verb): "signature kept".
+    ``own``: the terms of what ``c`` forbids, one of which the clause must hold (default: all of ``c``'s)."""
     for clause in _whole(s):
-        common = clause.terms & c.terms
+        common = clause.terms & c.terms & (own if own is not None else c.terms)
+        if own is not None and not any(is_negated(p) and _terms(p)[0] & own for p in _PART.split(clause.text)):
+            continue
         if clause.negated and common - _VERBS and _overlap(clause.terms, c.terms) >= MATCH:
             return True
     return False
@@ -1267,7 +1292,10 @@ def _check_constraint(
         return _check_requirement(c, prose, pinned, summary)
     action = c.action
     about = [s for s in prose if _overlap(c.terms, s.terms) >= MATCH or _overlap(action, s.terms) >= INVERT_MATCH]
-    negated = [s for s in about if _negates(s, action)] or [s for s in prose if _restates(c, s)]
+    # a negation kept is one about the forbidden action, not about the reason given for it: "finance runs
+    # their closing reports on it until 18:00" does not keep "don't restart report-worker during business hours"
+    own = _forbidden_terms(c)
+    negated = [s for s in about if _negates_part(s, own)] or [s for s in prose if _restates(c, s, own)]
     if _TEMPORAL.search(c.text):  # "commit after the review" keeps "don't commit yet"
         negated += [s for s in about if _WAIT_KEPT.search(s.text) and not _SOFT.search(s.text)]
     needle = _needle(_core_text(c.text))

@@ -1181,6 +1181,15 @@ def test_a_known_path_under_the_working_directory_is_no_invention() -> None:
     assert "identifier_fabricated" in kinds(invented)
 
 
+def test_a_prohibition_is_not_kept_by_its_reason_alone() -> None:
+    rule = "Don't restart report-worker during business hours, finance runs their closing reports on it until 18:00."
+    messages = [user("Deploy payments-api to staging."), assistant("On it."), user(rule)]
+    reason_only = "- The tool was tested on business hours and finance runs their closing reports on it until 18:00."
+    assert ("constraint_dropped", 2) in [(f.kind, f.source_index) for f in check_drift(messages, reason_only)]
+    kept = "- Don't restart report-worker before 18:00: finance runs its closing reports on it."
+    assert "constraint_dropped" not in kinds(check_drift(messages, kept))
+
+
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
     messages = [
