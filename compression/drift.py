@@ -1923,6 +1923,12 @@ _ERROR_WORDS = re.compile(
 
 
 _EXCEPTION = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b")
+#: an error said in a summary's words: "was flaky", "raises", "is missing ctx", "报错"
+_ERROR_SAID = re.compile(
+    r"\b(?:error|exception|failed|failure|fails?|failing|flaky|broken|breaks|raises?|raised|missing|wrong|crash\w*"
+    r"|timed?\s*out|refused|denied|not\s+found)\b|失败|错误|报错|异常|出错|缺少",
+    re.I,
+)
 
 
 def _error_kept(line: str, body: str, keys: set[str], specific: set[str], summary: str, lines: list[str]) -> bool:
@@ -1941,7 +1947,11 @@ def _error_kept(line: str, body: str, keys: set[str], specific: set[str], summar
         named = {k for k in keys - specific if k.endswith(("Error", "Exception"))}
         if not named or any(n.casefold() in folded for n in named):
             return True
-        return not any(_EXCEPTION.search(s) and any(k.casefold() in s.casefold() for k in specific) for s in lines)
+        # the name said with an error (in words, or with another of its names: "called without ctx"), and not
+        # with another exception: "group_by_customer is over the limit" does not keep its TypeError
+        said = [(s, sum(k.casefold() in s.casefold() for k in specific)) for s in lines]
+        said = [(s, n) for s, n in said if n]
+        return any(_ERROR_SAID.search(s) or n >= 2 for s, n in said) and not any(_EXCEPTION.search(s) for s, _ in said)
     needle = frozenset(_needle(body) - {"1"})
     if len(needle) < 2:
         return not keys

@@ -1190,6 +1190,19 @@ def test_a_prohibition_is_not_kept_by_its_reason_alone() -> None:
     assert "constraint_dropped" not in kinds(check_drift(messages, kept))
 
 
+def test_an_error_is_not_kept_by_naming_its_function_for_something_else() -> None:
+    error = "E   TypeError: group_by_customer() missing 1 required positional argument: 'ctx'"
+    messages = [
+        user("Run the export tests."),
+        call("t1", "terminal", {"cmd": "pytest tests/export"}),
+        result("t1", error),
+    ]
+    elsewhere = check_drift(messages, "- group_by_customer is over the 40-line limit; split it next.")
+    assert "tool_error_missing" in [f.code for f in elsewhere]
+    said = check_drift(messages, "- group_by_customer fails: the ctx argument is missing.")
+    assert "tool_error_missing" not in [f.code for f in said]
+
+
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
     messages = [
