@@ -3024,6 +3024,12 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
     """What the archive says about ``concept`` done to what ``claim`` names, in message order."""
     bridge, own = _claim_objects(claim, concept)
     ids = _terms(claim)[1]
+    # "$205 has been charged": support names the amount too
+    amounts = [m.group(1) or m.group(2) for m in _AMOUNT.finditer(claim)]
+
+    def names_amounts(text: str) -> bool:
+        return all(_has_number(text, a.replace(",", "")) for a in amounts)
+
     events = []
     for index, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or is_summary_message(m):
@@ -3056,14 +3062,19 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
                 if not objects or share < (1.0 if len(objects) == 1 else MATCH):
                     continue
                 claimed = _claim_concepts(clause)
-                if concept in claimed or (concept == "complet" and claimed):
+                if (concept in claimed or (concept == "complet" and claimed)) and names_amounts(text):
                     events.append(_Event(index, sentence, True))
                 elif _NOT_DONE.search(clause):
                     if concept in hay and not (
                         _QUESTION.search(clause) or _TRYING.search(clause) or _DONE_WRONG.search(clause)
                     ):
                         events.append(_Event(index, sentence, False))
-                elif m.get("role") == "assistant" and share >= INVERT_MATCH and not _NOT_A_CLAIM.search(clause):
+                elif (
+                    m.get("role") == "assistant"
+                    and share >= INVERT_MATCH
+                    and not _NOT_A_CLAIM.search(clause)
+                    and names_amounts(text)
+                ):
                     events.append(_Event(index, sentence, True))  # the assistant states it, in other words
     for index, call, result in _calls(messages):
         hay = set(_hay(call)) | key_terms(call[:2_000])
@@ -3075,13 +3086,18 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
             continue
         runs = concept == "run" and _EXECUTES.search(call) and not _READS.search(call)
         if concept in hay or (concept in _BY_WRITING and _WRITE_TOOL.search(call)) or runs:
-            events.append(_Event(index, call[:200], not failed))
+            if failed or names_amounts(call + "\n" + result):
+                events.append(_Event(index, call[:200], not failed))
         elif failed and not (concept in _BY_WRITING and not _WRITE_TOOL.search(call)):
             # the call on it failed, whatever it was called (not a run of a file claimed written: "edited
             # reproduce_issue.py" stands when running it raises)
             events.append(_Event(index, result[:200], False))
     events.sort(key=lambda e: e.index)
     return events
+
+
+#: an amount of money: "$205", "205 USD", "329 元"
+_AMOUNT = re.compile(r"[$€£¥]\s?(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|CNY|RMB|dollars|元|块钱)")
 
 
 _LINE_COUNT = re.compile(r"\s*\(\d+ lines?\)\s*$")

@@ -1203,6 +1203,19 @@ def test_an_error_is_not_kept_by_naming_its_function_for_something_else() -> Non
     assert "tool_error_missing" not in [f.code for f in said]
 
 
+def test_a_charge_is_supported_only_with_its_amount() -> None:
+    messages = [
+        user("Change NO6JO3 to HAT136, pay with credit_card_4421."),
+        call("c1", "update_reservation_flights", {"reservation_id": "NO6JO3", "payment_id": "credit_card_4421"}),
+        result(
+            "c1", '{"reservation_id": "NO6JO3", "flights": ["HAT136"], "charged": 15, "payment_id": "credit_card_4421"}'
+        ),
+    ]
+    invented = check_drift(messages, "- A total of $205 has been charged to credit_card_4421 for NO6JO3 (HAT136).")
+    assert [(f.kind, f.code) for f in invented] == [("progress_fabricated", "progress_unsupported")]
+    assert check_drift(messages, "- $15 has been charged to credit_card_4421 for NO6JO3 (HAT136).") == []
+
+
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
     messages = [
