@@ -3071,6 +3071,7 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
                         events.append(_Event(index, sentence, False))
                 elif (
                     m.get("role") == "assistant"
+                    and not cross  # across languages only the concepts compare: a state is no action
                     and share >= INVERT_MATCH
                     and not _NOT_A_CLAIM.search(clause)
                     and names_amounts(text)

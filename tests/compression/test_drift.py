@@ -1216,6 +1216,14 @@ def test_a_charge_is_supported_only_with_its_amount() -> None:
     assert check_drift(messages, "- $15 has been charged to credit_card_4421 for NO6JO3 (HAT136).") == []
 
 
+def test_a_state_said_in_another_language_supports_no_change() -> None:
+    seen = [user("看一下舍入。"), assistant("看起来 round_cents 用的是 ROUND_HALF_EVEN，原来的代码是 ROUND_HALF_UP。")]
+    found = check_drift(seen, "- The round_cents code has been updated to use ROUND_HALF_EVEN.")
+    assert ("progress_fabricated", "progress_unsupported") in [(f.kind, f.code) for f in found]
+    done = [user("改回 ROUND_HALF_UP。"), assistant("已把 round_cents 改成 ROUND_HALF_UP。")]
+    assert check_drift(done, "- round_cents has been changed to ROUND_HALF_UP.") == []
+
+
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
     messages = [
