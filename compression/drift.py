@@ -1813,6 +1813,10 @@ def _rooted(path: str, corpus: str) -> bool:
     return False
 
 
+#: a path whose first directories are in Chinese: "测试/billing/test_totals.py" (group 1: the rest)
+_TRANSLATED_PATH = re.compile(r"[\u4e00-\u9fff]+/((?:[\w.-]+/)*[\w-]+\.[A-Za-z]\w*)", re.ASCII)
+
+
 #: a tool result this short is one answer, not a log to skim: the digest or commit it returned is what was asked
 _SHORT_RESULT = 160
 _DIGEST = re.compile(rf"\b{_HEX}{{12,64}}\b")
@@ -1864,6 +1868,10 @@ def _check_identifiers(messages: Sequence[dict[str, Any]], summary: str, corpus:
     for ident in sorted(_identifiers(prose) - {q.group(0) for q in _QUANTITY.finditer(prose)}):
         if not _is_in(ident, corpus) and not _rooted(ident, corpus):
             findings.append(_fabricated(ident, "identifier_unsourced"))
+    # a path with a directory translated: "测试/billing/test_totals.py" for tests/billing/test_totals.py
+    for path in _TRANSLATED_PATH.finditer(prose):
+        if path.group(0) not in corpus and _is_in(path.group(1), corpus):
+            findings.append(_fabricated(path.group(0), "identifier_unsourced"))
     # a name in code ticks that no message and no call holds: "keeping a `fmt_money_alias`"
     called = ""
     for name in dict.fromkeys(m.group(1) for m in _CODE_NAME.finditer(prose)):

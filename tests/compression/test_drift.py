@@ -1235,6 +1235,11 @@ def test_a_path_cut_short_is_no_known_path() -> None:
     assert ("identifier_fabricated", "tests/billing/test_money.p") in [(f.kind, f.evidence["summary"]) for f in cut]
     whole = check_drift(messages, "- tests/billing/test_money.py passed; tests/billing/test_discount.py failed.")
     assert "identifier_fabricated" not in kinds(whole)
+    translated = check_drift(messages, "- 测试/billing/test_discount.py 报 ZeroDivisionError。")
+    assert ("identifier_fabricated", "测试/billing/test_discount.py") in [
+        (f.kind, f.evidence["summary"]) for f in translated
+    ]
+    assert "identifier_fabricated" not in kinds(check_drift(messages, "- 测试 tests/billing/test_discount.py 失败。"))
 
 
 class TestRetailRules:
