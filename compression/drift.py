@@ -116,6 +116,7 @@ DETAILS: dict[str, str] = {
     "identifier_mistyped": "the summary calls an identifier something it is not (an order for a user id)",
     "value_misplaced": "the summary gives a name the number a tool's table shows for another name",
     "protected_changed": "the summary tells to change what the user said not to touch",
+    "change_misplaced": "the summary puts a change made in another file on what the user said not to touch",
     "wish_unsourced": "the summary gives the user a wish or belief no user voiced",
     "ids_mismatched": "the summary pairs two things the originals never pair (an item on another order)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
@@ -2560,6 +2561,11 @@ _CHANGE_FIRST = re.compile(
 _DEFINED = re.compile(r"^\s*(?:\d+\s+)?(?:async\s+)?(?:def|class|function)\s+(\w+)", re.M)
 
 
+#: a Chinese name right before a path: "税率表那边 billing/rates_cache.py" (1: the name, 2: the path)
+_CALLED = re.compile(r"([\u4e00-\u9fff]{2,8}?)(?:那边|这边|那个|这个|里的|的)?\s*`?((?:[\w.-]+/)*[\w-]+\.[a-z]{1,4})\b")
+_GENERIC_NOUN = re.compile(r"(?:文件|代码|脚本|模块|目录|配置|测试|这|那|改|动|别|不要)+")
+
+
 def _check_protected(
     messages: Sequence[dict[str, Any]], constraints: list[_Statement], prose_text: str
 ) -> list[DriftFinding]:
@@ -2574,19 +2580,60 @@ def _check_protected(
     if not protected:
         return []
     names = dict(protected)
+    for c in constraints:
+        # what the user calls the file: "税率表那边 billing/rates_cache.py 不要动" -> 税率表
+        for m in _CALLED.finditer(c.text):
+            if m.group(2).rsplit("/", 1)[-1] in protected and not _GENERIC_NOUN.fullmatch(m.group(1)):
+                names.setdefault(m.group(1), protected[m.group(2).rsplit("/", 1)[-1]])
     for _, call, result in _calls(messages):
         for f, c in protected.items():
             if f in call:
                 names.update((n, c) for n in _DEFINED.findall(result[:20_000]) if len(n) >= 4)
     findings = []
+    hits: list[tuple[str, _Statement, tuple[int, str] | None]] = []
     for clause in re.split(r"[\n;；。]|\.\s", prose_text):
         if not _CHANGE_FIRST.search(clause) or _NOT_DONE.search(clause) or _QUESTION.search(clause):
             continue
-        hit = next((c for n, c in names.items() if re.search(rf"(?<![\w/]){re.escape(n)}(?!\w)", clause)), None)
+        hit = next(
+            (
+                c
+                for n, c in names.items()
+                if (n in clause if _CJK.match(n) else re.search(rf"(?<![\w/]){re.escape(n)}(?!\w)", clause))
+            ),
+            None,
+        )
         if hit is not None:
-            evidence = {"original": hit.text, "summary": clause.strip()}
-            findings.append(DriftFinding("constraint_inverted", "high", evidence, None, "protected_changed"))
+            hits.append((clause.strip(), hit, _made_elsewhere(messages, clause, set(names))))
+    for clause, hit, made in hits:
+        # a shorter line about the same change ("修改税率表的舍入模式") is the same misplaced change
+        made = made or next(
+            (m for other, h, m in hits if m and h is hit and _overlap(key_terms(clause), key_terms(other)) >= MATCH),
+            None,
+        )
+        if made is not None:
+            # the change is real, in another file: put on the protected one ("改回 rates_cache.py 中的舍入模式为
+            # ROUND_HALF_UP" when ROUND_HALF_UP went back into billing/tax.py)
+            evidence = {"original": made[1], "summary": clause}
+            findings.append(DriftFinding("wrong_attribution", "medium", evidence, made[0], "change_misplaced"))
+            continue
+        evidence = {"original": hit.text, "summary": clause}
+        findings.append(DriftFinding("constraint_inverted", "high", evidence, None, "protected_changed"))
     return findings
+
+
+def _made_elsewhere(messages: Sequence[dict[str, Any]], clause: str, protected: set[str]) -> tuple[int, str] | None:
+    """(index, text) of a message that writes another file with what ``clause`` names besides ``protected``."""
+    named = {t for t in _PAIRED.findall(clause) if _shape(t) != "file" and t not in protected}
+    if not named:
+        return None
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") != "assistant":
+            continue
+        written = {p for p in _written_paths(m) if p.rsplit("/", 1)[-1] not in protected}
+        text = content_text(m)
+        if written and any(t in text for t in named):
+            return index, f"{text.strip()[:160]} ({', '.join(sorted(written))})"
+    return None
 
 
 _NAME_NUMBER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]?\s+(\d+)\s*$", re.M)
@@ -3299,13 +3346,13 @@ def check_drift(
     findings += _check_log_lines(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)
     findings += _check_values(original_messages, prose_text)
+    findings += _check_protected(original_messages, constraints, prose_text)
     # a line another check already places wrongly is not reported twice
     placed = [f.evidence["summary"] for f in findings if f.kind == "wrong_attribution"]
     findings += [
         f for f in _check_pairs(original_messages, prose_text) if not any(f.evidence["summary"] in p for p in placed)
     ]
     findings += _check_constraint_objects(original_messages, constraints, summary_text)
-    findings += _check_protected(original_messages, constraints, prose_text)
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings

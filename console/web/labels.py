@@ -276,6 +276,9 @@ DETAILS: dict[str, Label] = {
     "identifier_mistyped": gettext_lazy("the summary calls an identifier something it is not (an order for a user id)"),
     "value_misplaced": gettext_lazy("the summary gives a name the number a tool's table shows for another name"),
     "protected_changed": gettext_lazy("the summary tells to change what the user said not to touch"),
+    "change_misplaced": gettext_lazy(
+        "the summary puts a change made in another file on what the user said not to touch"
+    ),
     "wish_unsourced": gettext_lazy("the summary gives the user a wish or belief no user voiced"),
     "ids_mismatched": gettext_lazy("the summary pairs two things the originals never pair (an item on another order)"),
     "limit_dropped": gettext_lazy("a limit the user set is not in the summary with its number"),

@@ -1320,6 +1320,37 @@ def test_a_line_that_tells_to_change_a_protected_file_or_its_function_inverts_it
     assert "protected_changed" not in [f.code for f in check_drift(messages, kept)]
 
 
+def test_a_change_made_in_another_file_put_on_a_protected_one_is_misplaced() -> None:
+    messages = [
+        user("嗯，先别下结论。税率表那边 billing/rates_cache.py 不要动，那是另一个组的代码。"),
+        assistant("好，我只读不改 rates_cache.py。看起来 round_cents 用的是 ROUND_HALF_EVEN。"),
+        {
+            "role": "assistant",
+            "content": "改回 ROUND_HALF_UP。",
+            "tool_calls": [
+                {
+                    "id": "w1",
+                    "type": "function",
+                    "function": {"name": "write_file", "arguments": json.dumps({"path": "billing/tax.py"})},
+                }
+            ],
+        },
+        result("w1", "ok"),
+    ]
+    # by the file's name, by what the user called it, and a shorter line about the same change
+    summary = (
+        "- 改回 rates_cache.py 中的舍入模式为 ROUND_HALF_UP。\n"
+        "- 改变税率表缓存的舍入模式，从 ROUND_HALF_EVEN 改为 ROUND_HALF_UP。\n"
+        "- 修改税率表缓存的舍入模式。"
+    )
+    found = [(f.kind, f.code, f.source_index) for f in check_drift(messages, summary) if f.kind == "wrong_attribution"]
+    assert found == [("wrong_attribution", "change_misplaced", 2)] * 3
+    # a change nobody made anywhere is the prohibition inverted
+    asked = check_drift(messages, "- 修改税率表缓存的过期时间。")
+    assert "protected_changed" in [f.code for f in asked]
+    assert "change_misplaced" not in [f.code for f in check_drift(messages, "- 改回 billing/tax.py 的 ROUND_HALF_UP。")]
+
+
 def test_a_wish_no_user_voiced_is_fabricated() -> None:
     messages = [
         user("订单 #W5823417 里的机械键盘我要退，轴体有问题。"),
