@@ -1906,12 +1906,16 @@ _ERROR_NAME = re.compile(
 _QUOTED = re.compile(r"'([^'\n]{2,40})'|\"([^\"\n]{2,40})\"")
 
 
+_SERVER_ERROR = re.compile(r"(?:->|→|HTTP/\d(?:\.\d)?)\s*(5\d\d)\b")
+
+
 def _error_keys(line: str) -> set[str]:
     """The words that name an error line: its exception, quoted values and identifiers."""
     keys = {m.group(0) for m in _ERROR_NAME.finditer(line)}
     keys |= {q for m in _QUOTED.finditer(line) for q in m.groups() if q and not q.isspace()}
     keys |= set(_STRONG_ID.findall(line)) | {m.group(1) for m in _FUNCTION.finditer(line)}
     keys |= {n for n in _LONG_NUMBER.findall(line) if n.isdigit()}  # an item: 8823019934
+    keys |= set(_SERVER_ERROR.findall(line))  # "GET /healthz -> 503 (redis: down)"
     # a bare word ("Error", "assert") names nothing
     return {k for k in keys if len(k) > 2} - {"Error", "Exception"}
 

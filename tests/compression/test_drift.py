@@ -1224,6 +1224,14 @@ def test_a_state_said_in_another_language_supports_no_change() -> None:
     assert check_drift(done, "- round_cents has been changed to ROUND_HALF_UP.") == []
 
 
+def test_a_server_error_is_kept_by_its_status() -> None:
+    output = "GET https://orders.staging.internal/healthz -> 503 (redis: down)\n[exit code 2]"
+    messages = [user("看一下预发。"), call("t1", "terminal", {"cmd": "curl -s staging/healthz"}), result("t1", output)]
+    lost = check_drift(messages, "- 预发的 Redis 在 CrashLoopBackOff。")
+    assert "tool_error_missing" in [f.code for f in lost]
+    assert "tool_error_missing" not in [f.code for f in check_drift(messages, "- healthz 返回 503（redis 挂了）。")]
+
+
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
     messages = [

@@ -94,6 +94,12 @@ class TestOtherKinds:
         facts = extract_facts([user("部署的时候报错了：连接被拒绝")])
         assert texts(facts, "error") == ["部署的时候报错了：连接被拒绝"]
 
+    def test_a_server_error_answered_to_a_request_is_an_error_line(self) -> None:
+        output = "GET https://orders.staging.internal/healthz -> 503 (redis: down)\n[exit code 2]"
+        facts = extract_facts([calls(call("c1", "terminal", cmd="curl -s staging/healthz")), tool("c1", output)])
+        assert "GET https://orders.staging.internal/healthz -> 503 (redis: down)" in texts(facts, "error")
+        assert texts(extract_facts([user("GET /v1/orders -> 200 in 31 ms")]), "error") == []
+
     def test_it_finds_identifiers(self) -> None:
         facts = extract_facts(
             [assistant("See OPS-1234, fix in `fetch_batch` at commit 3f2a9bc1, release v2.4.1, G7300 at 06:00, 30s.")]
