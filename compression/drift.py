@@ -1931,7 +1931,8 @@ _LOG_STAMP = re.compile(
 
 # an error said in words, with no exception or code to name it: "could not acquire migration lock; aborting"
 _ERROR_WORDS = re.compile(
-    r"\b(?:could\s+not|cannot|can'?t|unable\s+to|failed\s+to|abort(?:ed|ing)|fatal|panic(?:ked)?)\b|无法|未能|中止",
+    r"\b(?:could\s+not|cannot|can'?t|unable\s+to|failed\s+to|abort(?:ed|ing)|fatal|panic(?:ked)?|timeout\s+after"
+    r"|timed\s+out)\b|无法|未能|中止|超时",
     re.I,
 )
 

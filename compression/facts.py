@@ -171,7 +171,7 @@ _ERROR_HINT = re.compile(
     # (django.core.exceptions.ImproperlyConfigured, psycopg.errors.UniqueViolation, Model.DoesNotExist)
     r"|exceptions\.|errors\.|\.exc\.|DoesNotExist|Caused by|Uncaught|Unhandled|Timeout|timed out|refused"
     # a server error answered to a request: "GET /healthz -> 503 (redis: down)", "HTTP/1.1 502 Bad Gateway"
-    r"|(?:->|→|HTTP/\d(?:\.\d)?)\s*5\d\d\b"
+    r"|(?:->|→|HTTP/\d(?:\.\d)?)\s*5\d\d\b|timeout after \d"
 )
 _EXIT_ONLY = re.compile(r"^\W*exit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*-?\d+\W*$", re.I)
 _EXIT_ZERO = re.compile(r"\bexit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*0\b")

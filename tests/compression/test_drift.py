@@ -1232,6 +1232,19 @@ def test_a_server_error_is_kept_by_its_status() -> None:
     assert "tool_error_missing" not in [f.code for f in check_drift(messages, "- healthz 返回 503（redis 挂了）。")]
 
 
+def test_a_timeout_warned_in_a_log_is_an_error_to_keep() -> None:
+    log = "\n".join(f"2026-11-30T14:01:{i:02d}.000Z INFO payments-api path=/v1/health status=200" for i in range(40))
+    log += "\n2026-11-30T14:02:00.001Z WARN payments-api upstream fx-rates timeout after 2000ms (attempt 1/3)"
+    messages = [
+        user("Check the logs."),
+        call("t1", "terminal", {"cmd": "kubectl logs deploy/payments-api"}),
+        result("t1", log),
+    ]
+    assert "tool_error_missing" in [f.code for f in check_drift(messages, "- payments-api logs look healthy.")]
+    kept = "- payments-api: upstream fx-rates timeout after 2000ms (attempt 1 of 3)."
+    assert "tool_error_missing" not in [f.code for f in check_drift(messages, kept)]
+
+
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
     messages = [
