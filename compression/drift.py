@@ -3285,6 +3285,37 @@ def _check_limit_claim(messages: Sequence[dict[str, Any]], s: _Statement, clause
     )
 
 
+def _flat_line(text: str) -> str:
+    return text.strip().lstrip("-* ").rstrip("。.;；")
+
+
+def _with_aliases(prose: list[_Statement], messages: Sequence[dict[str, Any]]) -> list[_Statement]:
+    """``prose`` where a sentence names a file by the Chinese name a user gave it ("税率表那边
+    billing/rates_cache.py 不要动" -> "不要动税率表缓存文件") also holds the file's terms."""
+    aliases: dict[str, frozenset[str]] = {}
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "user" and not is_summary_message(m):
+            for hit in _CALLED.finditer(user_statement_text(content_text(m))):
+                if not _GENERIC_NOUN.fullmatch(hit.group(1)):
+                    aliases.setdefault(hit.group(1), frozenset(_terms(hit.group(2))[0]))
+    if not aliases:
+        return prose
+
+    def named(text: str, terms: set[str]) -> set[str]:
+        extra = set().union(*(path for name, path in aliases.items() if name in text))
+        return terms | extra if extra - terms else terms
+
+    out = []
+    for st in prose:
+        terms = named(st.text, st.terms)
+        if terms is st.terms:
+            out.append(st)
+            continue
+        clauses = [replace(c, terms=named(c.text, c.terms)) for c in st.clauses]
+        out.append(replace(st, terms=terms, clauses=clauses))
+    return out
+
+
 def check_drift(
     original_messages: Sequence[dict[str, Any]],
     summary_text: str,
@@ -3315,7 +3346,9 @@ def check_drift(
         for s in sentences
         if s.text in copied
     ]
-    prose = [s for s in sentences if s.text not in copied]
+    prose = _with_aliases(
+        [s for s in sentences if s.text not in copied], [*original_messages, *(context_messages or ())]
+    )
     constraints, approvals = _user_statements(original_messages)
     # a prose sentence quoting a user's own constraint or approval verbatim (a kept user turn) is no
     # evidence against another one: "No function may be longer than 50 lines." does not break "under 50"
@@ -3354,6 +3387,13 @@ def check_drift(
     findings += _check_breaches(original_messages, constraints, summary_text)
     findings += _check_values(original_messages, prose_text)
     findings += _check_protected(original_messages, constraints, prose_text)
+    # a change made in another file and put on a protected one is misplaced, not the prohibition inverted
+    moved = [f.evidence["summary"] for f in findings if f.code == "change_misplaced"]
+    findings = [
+        f
+        for f in findings
+        if not (f.kind == "constraint_inverted" and any(_flat_line(f.evidence["summary"]) in m for m in moved))
+    ]
     # a line another check already places wrongly is not reported twice
     placed = [f.evidence["summary"] for f in findings if f.kind == "wrong_attribution"]
     findings += [

@@ -1366,6 +1366,11 @@ def test_a_change_made_in_another_file_put_on_a_protected_one_is_misplaced() -> 
     )
     found = [(f.kind, f.code, f.source_index) for f in check_drift(messages, summary) if f.kind == "wrong_attribution"]
     assert found == [("wrong_attribution", "change_misplaced", 2)] * 3
+    assert "constraint_inverted" not in kinds(check_drift(messages, summary))  # misplaced, not inverted
+    # the file restated by the name the user gave it keeps the prohibition
+    kept = check_drift(messages, "## Constraints and preferences\n- 不要动税率表缓存文件。")
+    serious = [f for f in kept if f.kind.startswith("constraint_")]
+    assert [f.evidence["original"] for f in serious] == ["嗯，先别下结论。"]  # (a note: it names nothing)
     # a change nobody made anywhere is the prohibition inverted
     asked = check_drift(messages, "- 修改税率表缓存的过期时间。")
     assert "protected_changed" in [f.code for f in asked]
