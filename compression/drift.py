@@ -117,7 +117,6 @@ DETAILS: dict[str, str] = {
     "value_misplaced": "the summary gives a name the number a tool's table shows for another name",
     "protected_changed": "the summary tells to change what the user said not to touch",
     "change_misplaced": "the summary puts a change made in another file on what the user said not to touch",
-    "citation_mismatched": "the summary quotes a message by a number whose message says something else",
     "wish_unsourced": "the summary gives the user a wish or belief no user voiced",
     "ids_mismatched": "the summary pairs two things the originals never pair (an item on another order)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
@@ -3370,7 +3369,6 @@ def check_drift(
             findings.append(finding)
     if context_messages:
         findings += _check_context(context_messages, prose, pinned, summary_text, constraints + approvals)
-        findings += _check_citations(context_messages, prose_text)
         corpus = corpus + "\n" + _corpus(context_messages)
         extra_c, extra_a = _user_statements(context_messages)
         constraints, approvals = constraints + extra_c, approvals + extra_a
@@ -3403,44 +3401,6 @@ def check_drift(
     rank = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank.get(f.severity, 3), f.source_index if f.source_index is not None else -1))
     return findings
-
-
-#: a line that quotes a message by its number, as the summarizer's input shows it: "#13 ASSISTANT: …"
-_CITED_LINE = re.compile(r"^\W*#(\d+)\s+(USER|ASSISTANT|TOOL RESULT|SYSTEM)\b[^:\n]{0,60}:\s*(.+)$", re.M)
-_CITED_ROLE = {"USER": "user", "ASSISTANT": "assistant", "TOOL RESULT": "tool", "SYSTEM": "system"}
-
-
-def _check_citations(history: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
-    """A line quoting message #N that message #N does not say ("#13 ASSISTANT: 折扣测试报除零错误" when #13 is about
-    the rounding), once another quoted line shows the numbers are the history's."""
-    checked: list[tuple[str, int, bool]] = []
-    for m in _CITED_LINE.finditer(prose_text):
-        index, role, body = int(m.group(1)), _CITED_ROLE[m.group(2)], m.group(3)
-        if index >= len(history) or not isinstance(history[index], dict):
-            continue
-        message = history[index]
-        said = content_text(message) + "\n" + "\n".join(call for _, call, _ in _calls([message]))
-        body = re.sub(r"^\(?\d+ chars?, \d+ lines?\)?:?\s*|->\s*calls\s*", " ", body)
-        if _cross(body, said):
-            share = _overlap(set(_needle(body)), set(_hay(said)))
-        else:
-            terms = key_terms(body)
-            share = _overlap(terms, key_terms(said)) if terms else 1.0
-        checked.append((m.group(0).strip(), index, message.get("role") == role and share >= MATCH))
-    if not any(ok for _, _, ok in checked):
-        return []  # no quoted line matches its number: the numbers may be another history's
-    return [
-        DriftFinding(
-            "wrong_attribution",
-            "medium",
-            {"original": f"#{index}: {content_text(history[index]).strip()[:200]}", "summary": line},
-            index,
-            "citation_mismatched",
-            scope="context",
-        )
-        for line, index, ok in checked
-        if not ok
-    ]
 
 
 def _check_context(
