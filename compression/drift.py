@@ -2478,6 +2478,16 @@ def _together(units: list[_Passage], a: str, b: str) -> bool:
     return False
 
 
+def _held_through(units: list[_Passage], a: str, b: str) -> bool:
+    """An account and a thing one of its records holds: sofia_kim_7287 and HAT136, when her reservation NO6JO3
+    was moved to HAT136."""
+    account, thing = (a, b) if _shape(a) == "account" else (b, a)
+    if _shape(thing) in ("reservation", "order"):
+        return False  # a record is held by its account alone
+    records = {**_siblings(units, account, "reservation"), **_siblings(units, account, "order")}
+    return any(_together(units, record, thing) for record in records)
+
+
 def _tested_together(units: list[_Passage], a: str, b: str) -> bool:
     """An error and a function, when the error came from the function's test file: an AssertionError in
     tests/export/test_money.py is one in format_money."""
@@ -2529,20 +2539,21 @@ def _check_pairs(messages: Sequence[dict[str, Any]], prose_text: str) -> list[Dr
     findings: list[DriftFinding] = []
     for clause in _PAIR_CLAUSE.split(_CITATION.sub(" ", prose_text)):
         tokens = list(dict.fromkeys(t.lstrip("#") for t in _PAIRED.findall(clause)))
-        if not 2 <= len(tokens) + bool(_PERSON.search(clause)) <= 3:
+        if len(tokens) > 3 or len(tokens) + bool(_PERSON.search(clause)) < 2:
             continue
         if units is None:
             units = _pairs_index(messages)
             corpus = "\n".join(u.head + "\n" + "\n".join(u.lines) for u in units)
-        tokens += _user_ids(clause, corpus)
-        if not 2 <= len(tokens) <= 3:
+        if len(tokens) < 3:  # a person named stands for their account, when the clause has room for it
+            tokens += _user_ids(clause, corpus)[: 3 - len(tokens)]
+        if len(tokens) < 2:
             continue
         tokens = [t for t in tokens if t in corpus]
         for a, b in permutations(tokens, 2):
             if _shape(a) == _shape(b) or a in b or b in a:
                 continue
-            # an account holds its reservations and orders; a flight or an item is held through them
-            if "account" in (_shape(a), _shape(b)) and not {_shape(a), _shape(b)} & {"reservation", "order"}:
+            # an account holds its reservations and orders, and a flight or an item through them
+            if "account" in (_shape(a), _shape(b)) and _held_through(units, a, b):
                 continue
             if _together(units, a, b) or _tested_together(units, a, b):
                 continue

@@ -1462,6 +1462,23 @@ def test_a_reservation_put_on_another_customer_is_mismatched() -> None:
     assert "ids_mismatched" not in [f.code for f in right]
 
 
+def test_an_item_put_on_another_customer_is_mismatched_unless_their_order_holds_it() -> None:
+    messages = [
+        call("c1", "get_user_details", {"user_id": "li_wei_3391"}),
+        result("c1", '{"user_id": "li_wei_3391", "orders": ["#W5823417"]}'),
+        call("c2", "get_order_details", {"order_id": "#W5823417"}),
+        result("c2", '{"order_id": "#W5823417", "items": [{"item_id": "6117428830"}]}'),
+        call("c3", "get_user_details", {"user_id": "chen_jing_1180"}),
+        result("c3", '{"user_id": "chen_jing_1180", "orders": ["#W7730285"]}'),
+        call("c4", "get_order_details", {"order_id": "#W7730285"}),
+        result("c4", '{"order_id": "#W7730285", "user_id": "chen_jing_1180", "items": [{"item_id": "2190871011"}]}'),
+    ]
+    wrong = check_drift(messages, "- li_wei_3391 退了商品 2190871011。")
+    assert "ids_mismatched" in [f.code for f in wrong]
+    # the item is hers through her order
+    assert "ids_mismatched" not in [f.code for f in check_drift(messages, "- li_wei_3391 退了商品 6117428830。")]
+
+
 class TestIdentifierRoles:
     """An identifier called something it is not (real model output: "`W7730285` 是工单 ID", "销售员 ID:
     li_wei_3391", "The return flight ID is K1NW8N")."""
