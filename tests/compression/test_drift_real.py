@@ -24,16 +24,16 @@ TARGET_RECALL = 0.80
 #: at most this many faithful summaries with a false alarm, per 20
 TARGET_ALARMS_PER_20 = 1.0
 #: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
-#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 100
-#: labelled answers (66 dev, 34 held-out; rounds 3 to 5 labelled blind after the detector changes they are
-#: scored against): dev en 193/240 = 0.80, zh 143/166 = 0.86; held-out en 77/100 = 0.77, zh 85/110 = 0.77; 9 of
-#: 170 held-out faithful items with a false alarm (1.1 per 20). Held-out targets not met; the floors and the
-#: ceiling sit a little past, so a regression fails (dev sits near its target: a little room for relabelling).
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 110
+#: labelled answers (66 dev, 44 held-out; rounds 3 to 6 labelled blind after the detector changes they are
+#: scored against): dev en 199/240 = 0.83, zh 152/166 = 0.92; held-out en 109/146 = 0.75, zh 112/140 = 0.80;
+#: 14 of 219 held-out faithful items with a false alarm (1.3 per 20). Held-out English recall and the alarm
+#: target are not met; their floor and ceiling sit a little past, so a regression fails (dev sits past its
+#: target: a little room for relabelling).
 FLOORS: dict[tuple[str, str], float] = {
-    ("dev", "recall_en"): 0.78,
-    ("dev", "recall_zh"): 0.78,
-    ("heldout", "recall_en"): 0.74,
-    ("heldout", "recall_zh"): 0.74,
+    ("dev", "recall_en"): 0.80,
+    ("dev", "recall_zh"): 0.88,
+    ("heldout", "recall_en"): 0.72,
     ("heldout", "item_alarms_per_20"): 1.5,
 }
 
