@@ -2315,6 +2315,45 @@ def _check_log_lines(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
     return findings
 
 
+#: a test said to fail, by what it tests: "the negative-amounts test failed", "折扣测试失败"
+_TEST_SAID_FAILED = re.compile(
+    r"(?P<en>(?:[\w-]+\s+){1,3}?)tests?\s+(?:has\s+|have\s+|was\s+|were\s+|is\s+|are\s+)?(?:failed|fails|failing)\b"
+    r"|(?P<zh>[\u4e00-\u9fff]{2,8}?)测试(?:用例)?(?:仍然|还是|也)?(?:失败|报错|没通过|未通过)",
+    re.I,
+)
+_TEST_PASSES = re.compile(r"\bpass(?:es|ed|ing)?\b|通过", re.I)
+
+
+def _check_test_outcomes(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
+    """A test said to fail that the originals only ever say passes: "The negative-amounts test failed because
+    it forgot to pass ctx" when the agent wrote "The negative-amount test passes. New failure: ..."."""
+    said: list[tuple[int, str]] | None = None
+    findings = []
+    for clause in re.split(r"[\n;；。]|\.\s", prose_text):
+        m = _TEST_SAID_FAILED.search(clause)
+        if m is None:
+            continue
+        subject = key_terms(m.group("en") or m.group("zh") or "") - {"the", "all", "some", "our", "测试"}
+        if not subject:
+            continue
+        if said is None:
+            said = [
+                (i, sentence)
+                for i, msg in enumerate(messages)
+                if isinstance(msg, dict) and msg.get("role") in ("assistant", "tool") and not is_summary_message(msg)
+                for sentence in split_sentences(windowed(content_text(msg), 6_000, 4_000))
+                if _TEST_WORDS.search(sentence)
+            ]
+        about = [(i, t) for i, t in said if subject <= key_terms(t)]
+        failed = [t for _, t in about if _TEST_FAIL_WORDS.search(t) or _FAILED_RESULT.search(t)]
+        passed = [(i, t) for i, t in about if _TEST_PASSES.search(t) and not _TEST_FAIL_WORDS.search(t)]
+        if passed and not failed:
+            index, text = passed[-1]
+            evidence = {"original": text, "summary": clause.strip()}
+            findings.append(DriftFinding("wrong_attribution", "medium", evidence, index, "error_misplaced"))
+    return findings
+
+
 def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
     """An error placed where it did not happen ("KeyError in `fmt_money`" when the KeyError came from
     test_currency.py), and an action of the agent put on the user ("the user has added a test")."""
@@ -3391,6 +3430,7 @@ def check_drift(
     findings += _check_tool_errors(original_messages, summary_text)
     findings += _check_attribution(original_messages, checked)
     findings += _check_placement(original_messages, prose_text)
+    findings += _check_test_outcomes(original_messages, prose_text)
     findings += _check_roles(original_messages, prose_text)
     findings += _check_log_lines(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)

@@ -1245,6 +1245,23 @@ def test_a_timeout_warned_in_a_log_is_an_error_to_keep() -> None:
     assert "tool_error_missing" not in [f.code for f in check_drift(messages, kept)]
 
 
+def test_a_failure_put_on_a_test_that_only_ever_passed_is_misplaced() -> None:
+    messages = [
+        user("Also, add a test for negative amounts (credit notes)."),
+        assistant("Adding the credit-note test."),
+        assistant(
+            "The negative-amount test passes. New failure: I forgot to pass ctx to group_by_customer in write_csv."
+        ),
+    ]
+    wrong = check_drift(messages, "- The negative-amounts test failed because it forgot to pass `ctx`.")
+    assert [(f.kind, f.code, f.source_index) for f in wrong if f.code == "error_misplaced"] == [
+        ("wrong_attribution", "error_misplaced", 2)
+    ]
+    # a test that failed before it passed may be reported failing (stale, not misplaced)
+    fixed = [*messages, assistant("The currency test fails: KeyError."), assistant("The currency test passes now.")]
+    assert "error_misplaced" not in [f.code for f in check_drift(fixed, "- The currency test failed (KeyError).")]
+
+
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
     messages = [
