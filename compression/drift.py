@@ -2324,6 +2324,12 @@ _TEST_SAID_FAILED = re.compile(
 _TEST_PASSES = re.compile(r"\bpass(?:es|ed|ing)?\b|通过", re.I)
 
 
+#: a transcript line of a tool call with its speaker: "#6 ASSISTANT: -> calls terminal(...)", "Sofia: -> calls ..."
+_CALL_SPEAKER = re.compile(
+    r"(?:^|[\s#\d])(?P<who>[A-Za-z][\w .]{0,30}?|用户)\s*(?:\(turn \d+\))?\s*[:：]\s*->\s*calls\b", re.M
+)
+
+
 def _check_test_outcomes(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
     """A test said to fail that the originals only ever say passes: "The negative-amounts test failed because
     it forgot to pass ctx" when the agent wrote "The negative-amount test passes. New failure: ..."."""
@@ -3431,6 +3437,15 @@ def check_drift(
     findings += _check_attribution(original_messages, checked)
     findings += _check_placement(original_messages, prose_text)
     findings += _check_test_outcomes(original_messages, prose_text)
+    # the agent's tool calls put in someone else's mouth, as a copied transcript line: "- Sofia: -> calls …"
+    for line in prose_text.splitlines():
+        speaker = _CALL_SPEAKER.search(line)
+        who = speaker.group("who").strip() if speaker else ""
+        # the user, by role or by the name their account is spelled from ("Sofia" of sofia_kim_7287)
+        if who.upper() in ("USER", "用户") or (who.isalpha() and re.search(rf"\b{who.lower()}_\w+_\d+\b", corpus)):
+            evidence = {"original": "", "summary": line.strip()}
+            findings.append(DriftFinding("wrong_attribution", "medium", evidence, None, "wrong_speaker"))
+            break  # a transcript copied with the wrong speaker is one error
     findings += _check_roles(original_messages, prose_text)
     findings += _check_log_lines(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)

@@ -1262,6 +1262,21 @@ def test_a_failure_put_on_a_test_that_only_ever_passed_is_misplaced() -> None:
     assert "error_misplaced" not in [f.code for f in check_drift(fixed, "- The currency test failed (KeyError).")]
 
 
+def test_the_agents_calls_put_on_the_user_are_the_wrong_speaker() -> None:
+    messages = [
+        user("I'm Sofia, user id sofia_kim_7287. Change NO6JO3 to May 17."),
+        call("c1", "get_reservation_details", {"reservation_id": "NO6JO3"}),
+        result("c1", '{"reservation_id": "NO6JO3", "user_id": "sofia_kim_7287"}'),
+    ]
+    swapped = (
+        "- Sofia: -> calls get_reservation_details(reservation_id=NO6JO3)\n- Sofia: -> calls search_direct_flight()"
+    )
+    found = [f for f in check_drift(messages, swapped) if f.code == "wrong_speaker"]
+    assert len(found) == 1  # one copied transcript, one error
+    kept = "- #1 ASSISTANT: -> calls get_reservation_details(reservation_id=NO6JO3)\n- Next: -> calls search()"
+    assert "wrong_speaker" not in [f.code for f in check_drift(messages, kept)]
+
+
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
     messages = [
