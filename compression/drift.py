@@ -57,6 +57,7 @@ from typing import Any
 
 from .facts import (
     PINNED_HEADING,
+    SERVER_ERROR,
     find_paths,
     has_error_hint,
     is_approval,
@@ -1359,6 +1360,10 @@ _NUMBERED_NAME = re.compile(
 )
 
 
+#: the words of how a request is asked, not of what it asks
+_ASK_FILLER = frozenset({"can", "could", "would", "please", "while"})
+
+
 def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:
     """A request made mid-run that the summary does not mention (done or still to do)."""
     if r.text in summary:
@@ -1385,13 +1390,7 @@ def _check_request(r: _Statement, prose: list[_Statement], summary: str) -> Drif
     if whole and any(keeps(s) for s in prose):
         return None
     # its other words, when it has some: "can you … while you're at it" says nothing of what is asked
-    rest = {t for t in terms - _VERBS - ids if len(t) > 2 or _CJK.match(t)} - {
-        "can",
-        "could",
-        "would",
-        "please",
-        "while",
-    }
+    rest = {t for t in terms - _VERBS - ids if len(t) > 2 or _CJK.match(t)} - _ASK_FILLER
     for s in prose:
         if _cross(r.text, s.text):
             if _x_about(needle, s):
@@ -1905,16 +1904,13 @@ _ERROR_NAME = re.compile(
 _QUOTED = re.compile(r"'([^'\n]{2,40})'|\"([^\"\n]{2,40})\"")
 
 
-_SERVER_ERROR = re.compile(r"(?:->|→|HTTP/\d(?:\.\d)?)\s*(5\d\d)\b")
-
-
 def _error_keys(line: str) -> set[str]:
     """The words that name an error line: its exception, quoted values and identifiers."""
     keys = {m.group(0) for m in _ERROR_NAME.finditer(line)}
     keys |= {q for m in _QUOTED.finditer(line) for q in m.groups() if q and not q.isspace()}
     keys |= set(_STRONG_ID.findall(line)) | {m.group(1) for m in _FUNCTION.finditer(line)}
     keys |= {n for n in _LONG_NUMBER.findall(line) if n.isdigit()}  # an item: 8823019934
-    keys |= set(_SERVER_ERROR.findall(line))  # "GET /healthz -> 503 (redis: down)"
+    keys |= set(SERVER_ERROR.findall(line))  # "GET /healthz -> 503 (redis: down)"
     # a bare word ("Error", "assert") names nothing
     return {k for k in keys if len(k) > 2} - {"Error", "Exception"}
 

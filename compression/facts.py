@@ -164,6 +164,8 @@ _IDENTIFIER = re.compile(
 )
 
 # case-sensitive literals only: a case-insensitive alternation is ten times slower on big output
+#: a server error answered to a request, its status in group 1: "GET /healthz -> 503 (redis: down)"
+SERVER_ERROR = re.compile(r"(?:->|→|HTTP/\d(?:\.\d)?)\s*(5\d\d)\b")
 _ERROR_HINT = re.compile(
     r"Error|ERROR|Exception|FAIL|Fail|fail|Fatal|fatal|FATAL|panic|Traceback|exit code|exit status|exited with"
     r"|Segmentation fault|command not found|No such file|Permission denied|Killed|OOM|报错|失败|错误|异常|出错|崩溃"
@@ -171,7 +173,7 @@ _ERROR_HINT = re.compile(
     # (django.core.exceptions.ImproperlyConfigured, psycopg.errors.UniqueViolation, Model.DoesNotExist)
     r"|exceptions\.|errors\.|\.exc\.|DoesNotExist|Caused by|Uncaught|Unhandled|Timeout|timed out|refused"
     # a server error answered to a request: "GET /healthz -> 503 (redis: down)", "HTTP/1.1 502 Bad Gateway"
-    r"|(?:->|→|HTTP/\d(?:\.\d)?)\s*5\d\d\b|timeout after \d"
+    r"|" + SERVER_ERROR.pattern + r"|timeout after \d"
 )
 _EXIT_ONLY = re.compile(r"^\W*exit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*-?\d+\W*$", re.I)
 _EXIT_ZERO = re.compile(r"\bexit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*0\b")
