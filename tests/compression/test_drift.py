@@ -1475,6 +1475,11 @@ def test_an_error_on_another_function_is_mismatched_unless_its_test_file_is_the_
     assert "ids_mismatched" in [f.code for f in wrong]
     right = check_drift(messages, "- An AssertionError in `format_money` (the money tests).")
     assert "ids_mismatched" not in [f.code for f in right]
+    # nor is it an error placed where it did not happen (the function named in the originals)
+    named = [*messages, assistant("Extracted format_money and group_by_customer.")]
+    said = check_drift(named, "- An AssertionError in the `format_money` function.")
+    assert "error_misplaced" not in [f.code for f in said]
+    assert "error_misplaced" in [f.code for f in check_drift(named, "- A TypeError in the `format_money` function.")]
 
 
 def test_a_reservation_put_on_another_customer_is_mismatched() -> None:
