@@ -27,7 +27,7 @@ TARGET_ALARMS_PER_20 = 1.0
 #: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 110
 #: labelled answers (66 dev, 44 held-out; rounds 3 to 6 labelled blind after the detector changes they are
 #: scored against): dev en 199/240 = 0.83, zh 152/166 = 0.92; held-out en 109/146 = 0.75, zh 112/140 = 0.80;
-#: 14 of 219 held-out faithful items with a false alarm (1.3 per 20). Held-out English recall and the alarm
+#: 13 of 219 held-out faithful items with a false alarm (1.2 per 20). Held-out English recall and the alarm
 #: target are not met; their floor and ceiling sit a little past, so a regression fails (dev sits past its
 #: target: a little room for relabelling).
 FLOORS: dict[tuple[str, str], float] = {
