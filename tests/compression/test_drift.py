@@ -575,6 +575,11 @@ def result(call_id: str, text: str) -> dict:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
+def ran(ask: str, cmd: str, output: str) -> list[dict]:
+    """A user's ask, the terminal command the agent ran for it, and what it printed."""
+    return [user(ask), call("t1", "terminal", {"cmd": cmd}), result("t1", output)]
+
+
 MIGRATION_ZH = [
     user("我批准在预发环境执行迁移 0057_split_orders。"),
     call("c1", "terminal", {"cmd": "kubectl -n staging exec deploy/order-service -- ./migrate 0057_split_orders"}),
@@ -1192,11 +1197,7 @@ def test_a_prohibition_is_not_kept_by_its_reason_alone() -> None:
 
 def test_an_error_is_not_kept_by_naming_its_function_for_something_else() -> None:
     error = "E   TypeError: group_by_customer() missing 1 required positional argument: 'ctx'"
-    messages = [
-        user("Run the export tests."),
-        call("t1", "terminal", {"cmd": "pytest tests/export"}),
-        result("t1", error),
-    ]
+    messages = ran("Run the export tests.", "pytest tests/export", error)
     elsewhere = check_drift(messages, "- group_by_customer is over the 40-line limit; split it next.")
     assert "tool_error_missing" in [f.code for f in elsewhere]
     said = check_drift(messages, "- group_by_customer fails: the ctx argument is missing.")
@@ -1226,7 +1227,7 @@ def test_a_state_said_in_another_language_supports_no_change() -> None:
 
 def test_a_server_error_is_kept_by_its_status() -> None:
     output = "GET https://orders.staging.internal/healthz -> 503 (redis: down)\n[exit code 2]"
-    messages = [user("看一下预发。"), call("t1", "terminal", {"cmd": "curl -s staging/healthz"}), result("t1", output)]
+    messages = ran("看一下预发。", "curl -s staging/healthz", output)
     lost = check_drift(messages, "- 预发的 Redis 在 CrashLoopBackOff。")
     assert "tool_error_missing" in [f.code for f in lost]
     assert "tool_error_missing" not in [f.code for f in check_drift(messages, "- healthz 返回 503（redis 挂了）。")]
@@ -1235,11 +1236,7 @@ def test_a_server_error_is_kept_by_its_status() -> None:
 def test_a_timeout_warned_in_a_log_is_an_error_to_keep() -> None:
     log = "\n".join(f"2026-11-30T14:01:{i:02d}.000Z INFO payments-api path=/v1/health status=200" for i in range(40))
     log += "\n2026-11-30T14:02:00.001Z WARN payments-api upstream fx-rates timeout after 2000ms (attempt 1/3)"
-    messages = [
-        user("Check the logs."),
-        call("t1", "terminal", {"cmd": "kubectl logs deploy/payments-api"}),
-        result("t1", log),
-    ]
+    messages = ran("Check the logs.", "kubectl logs deploy/payments-api", log)
     assert "tool_error_missing" in [f.code for f in check_drift(messages, "- payments-api logs look healthy.")]
     kept = "- payments-api: upstream fx-rates timeout after 2000ms (attempt 1 of 3)."
     assert "tool_error_missing" not in [f.code for f in check_drift(messages, kept)]
@@ -1279,11 +1276,7 @@ def test_the_agents_calls_put_on_the_user_are_the_wrong_speaker() -> None:
 
 def test_a_path_cut_short_is_no_known_path() -> None:
     output = "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\ntests/billing/test_money.py ......"
-    messages = [
-        user("Run the billing tests."),
-        call("t1", "terminal", {"command": "pytest tests/billing"}),
-        result("t1", output),
-    ]
+    messages = ran("Run the billing tests.", "pytest tests/billing", output)
     cut = check_drift(messages, "- tests/billing/test_money.p:187: ZeroDivisionError")
     assert ("identifier_fabricated", "tests/billing/test_money.p") in [(f.kind, f.evidence["summary"]) for f in cut]
     whole = check_drift(messages, "- tests/billing/test_money.py passed; tests/billing/test_discount.py failed.")
@@ -1494,7 +1487,7 @@ def test_a_reservation_put_on_another_customer_is_mismatched() -> None:
     wrong = check_drift(messages, "- Sofia Kim has changed her reservation from NO6JO3 to K1NW8N.")
     [found] = [f for f in wrong if f.code == "ids_mismatched"]
     assert '"reservations": [' in found.evidence["original"]  # whose reservations are whose
-    # her flight is hers through the reservation: no account is paired with a flight
+    # her flight is hers through her reservation (the account holds it through the record)
     right = check_drift(messages, "- Sofia Kim's reservation NO6JO3 now departs on HAT136.")
     assert "ids_mismatched" not in [f.code for f in right]
 
