@@ -1169,20 +1169,23 @@ def _forbidden_terms(c: _Statement) -> set[str]:
 _PART = re.compile(r"\band\b|[,;，；]|并且|而且")
 
 
+def _part_negates(text: str, terms: set[str]) -> bool:
+    """Whether a part of ``text`` (split at "and", commas) holds a negation and some of ``terms``."""
+    return any(is_negated(part) and _terms(part)[0] & terms for part in _PART.split(text))
+
+
 def _negates_part(s: _Statement, terms: set[str]) -> bool:
     """:func:`_negates`, where the negation and the terms share one part of a clause: "tested on business hours
     and finance runs reports until 18:00" negates no business hours."""
-    return _negates(s, terms) and any(
-        is_negated(part) and _terms(part)[0] & terms for clause in _whole(s) for part in _PART.split(clause.text)
-    )
+    return _negates(s, terms) and any(_part_negates(clause.text, terms) for clause in _whole(s))
 
 
-def _restates(c: _Statement, s: _Statement, own: set[str] | None = None) -> bool:
+def _restates(c: _Statement, s: _Statement, own: set[str]) -> bool:
     """Whether a negated clause of ``s`` is about ``c`` (mostly its words, not only its verb): "signature kept".
-    ``own``: the terms of what ``c`` forbids, one of which the clause must hold (default: all of ``c``'s)."""
+    ``own``: the terms of what ``c`` forbids (:func:`_forbidden_terms`), one of which the clause must hold."""
     for clause in _whole(s):
-        common = clause.terms & c.terms & (own if own is not None else c.terms)
-        if own is not None and not any(is_negated(p) and _terms(p)[0] & own for p in _PART.split(clause.text)):
+        common = clause.terms & c.terms & own
+        if not _part_negates(clause.text, own):
             continue
         if clause.negated and common - _VERBS and _overlap(clause.terms, c.terms) >= MATCH:
             return True
@@ -2326,6 +2329,19 @@ _CALL_SPEAKER = re.compile(
 )
 
 
+def _check_call_speaker(prose_text: str, corpus: str) -> list[DriftFinding]:
+    """The agent's tool calls put in the user's mouth, as a copied transcript line: "- Sofia: -> calls …" (the
+    user by role, or by the name their account is spelled from: "Sofia" of sofia_kim_7287). One finding: a
+    transcript copied with the wrong speaker is one error."""
+    for line in prose_text.splitlines():
+        speaker = _CALL_SPEAKER.search(line)
+        who = speaker.group("who").strip() if speaker else ""
+        if who.upper() in ("USER", "用户") or (who.isalpha() and re.search(rf"\b{who.lower()}_\w+_\d+\b", corpus)):
+            evidence = {"original": "", "summary": line.strip()}
+            return [DriftFinding("wrong_attribution", "medium", evidence, None, "wrong_speaker")]
+    return []
+
+
 def _check_test_outcomes(messages: Sequence[dict[str, Any]], prose_text: str) -> list[DriftFinding]:
     """A test said to fail that the originals only ever say passes: "The negative-amounts test failed because
     it forgot to pass ctx" when the agent wrote "The negative-amount test passes. New failure: ..."."""
@@ -2628,6 +2644,12 @@ _CALLED = re.compile(r"([\u4e00-\u9fff]{2,8}?)(?:那边|这边|那个|这个|里
 _GENERIC_NOUN = re.compile(r"(?:文件|代码|脚本|模块|目录|配置|测试|这|那|改|动|别|不要)+")
 
 
+def _file_names(text: str) -> Iterable[tuple[str, str]]:
+    """(name, path) for each file ``text`` calls by a Chinese name: "税率表那边 billing/rates_cache.py" -> (税率表,
+    billing/rates_cache.py); words that name no file in particular ("文件", "不要改") are not names."""
+    return ((m.group(1), m.group(2)) for m in _CALLED.finditer(text) if not _GENERIC_NOUN.fullmatch(m.group(1)))
+
+
 def _check_protected(
     messages: Sequence[dict[str, Any]], constraints: list[_Statement], prose_text: str
 ) -> list[DriftFinding]:
@@ -2644,9 +2666,10 @@ def _check_protected(
     names = dict(protected)
     for c in constraints:
         # what the user calls the file: "税率表那边 billing/rates_cache.py 不要动" -> 税率表
-        for m in _CALLED.finditer(c.text):
-            if m.group(2).rsplit("/", 1)[-1] in protected and not _GENERIC_NOUN.fullmatch(m.group(1)):
-                names.setdefault(m.group(1), protected[m.group(2).rsplit("/", 1)[-1]])
+        for name, path in _file_names(c.text):
+            base = path.rsplit("/", 1)[-1]
+            if base in protected:
+                names.setdefault(name, protected[base])
     for _, call, result in _calls(messages):
         for f, c in protected.items():
             if f in call:
@@ -3351,9 +3374,8 @@ def _with_aliases(prose: list[_Statement], messages: Sequence[dict[str, Any]]) -
     aliases: dict[str, frozenset[str]] = {}
     for m in messages:
         if isinstance(m, dict) and m.get("role") == "user" and not is_summary_message(m):
-            for hit in _CALLED.finditer(user_statement_text(content_text(m))):
-                if not _GENERIC_NOUN.fullmatch(hit.group(1)):
-                    aliases.setdefault(hit.group(1), frozenset(_terms(hit.group(2))[0]))
+            for name, path in _file_names(user_statement_text(content_text(m))):
+                aliases.setdefault(name, frozenset(_terms(path)[0]))
     if not aliases:
         return prose
 
@@ -3402,9 +3424,8 @@ def check_drift(
         for s in sentences
         if s.text in copied
     ]
-    prose = _with_aliases(
-        [s for s in sentences if s.text not in copied], [*original_messages, *(context_messages or ())]
-    )
+    history = [*original_messages, *(context_messages or ())]
+    prose = _with_aliases([s for s in sentences if s.text not in copied], history)
     constraints, approvals = _user_statements(original_messages)
     # a prose sentence quoting a user's own constraint or approval verbatim (a kept user turn) is no
     # evidence against another one: "No function may be longer than 50 lines." does not break "under 50"
@@ -3430,7 +3451,7 @@ def check_drift(
         extra_c, extra_a = _user_statements(context_messages)
         constraints, approvals = constraints + extra_c, approvals + extra_a
     findings += _check_fabricated(prose, pinned, constraints, approvals, corpus, frozenset(_rule_sentences(prose_text)))
-    findings += _check_wishes([*original_messages, *(context_messages or ())], prose)
+    findings += _check_wishes(history, prose)
     findings += _check_identifiers(original_messages, summary_text, corpus)
     findings += _check_hedges(original_messages, prose)
     findings += _check_progress(original_messages, checked)
@@ -3438,15 +3459,7 @@ def check_drift(
     findings += _check_attribution(original_messages, checked)
     findings += _check_placement(original_messages, prose_text)
     findings += _check_test_outcomes(original_messages, prose_text)
-    # the agent's tool calls put in someone else's mouth, as a copied transcript line: "- Sofia: -> calls …"
-    for line in prose_text.splitlines():
-        speaker = _CALL_SPEAKER.search(line)
-        who = speaker.group("who").strip() if speaker else ""
-        # the user, by role or by the name their account is spelled from ("Sofia" of sofia_kim_7287)
-        if who.upper() in ("USER", "用户") or (who.isalpha() and re.search(rf"\b{who.lower()}_\w+_\d+\b", corpus)):
-            evidence = {"original": "", "summary": line.strip()}
-            findings.append(DriftFinding("wrong_attribution", "medium", evidence, None, "wrong_speaker"))
-            break  # a transcript copied with the wrong speaker is one error
+    findings += _check_call_speaker(prose_text, corpus)
     findings += _check_roles(original_messages, prose_text)
     findings += _check_log_lines(original_messages, prose_text)
     findings += _check_breaches(original_messages, constraints, summary_text)
