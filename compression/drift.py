@@ -118,6 +118,7 @@ DETAILS: dict[str, str] = {
     "value_misplaced": "the summary gives a name the number a tool's table shows for another name",
     "protected_changed": "the summary tells to change what the user said not to touch",
     "change_misplaced": "the summary puts a change made in another file on what the user said not to touch",
+    "cause_unsupported": "the summary gives a cause that no message gives for it",
     "wish_unsourced": "the summary gives the user a wish or belief no user voiced",
     "ids_mismatched": "the summary pairs two things the originals never pair (an item on another order)",
     "limit_dropped": "a limit the user set is not in the summary with its number",
@@ -2064,6 +2065,62 @@ def _check_attribution(messages: Sequence[dict[str, Any]], prose: list[_Statemen
     return findings
 
 
+# a cause given for something: "A is causing B", "B due to A", "由于 A，B", "A 导致 B"
+_CAUSED_BY = re.compile(
+    r"\b(?:due\s+to|because(?:\s+of)?|caused\s+by|owing\s+to|as\s+a\s+result\s+of)\b|由于|因为|是因为|源于", re.I
+)
+_CAUSES = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:causing|responsible\s+for)\b|\bcaus(?:es|ed)\b(?!\s+by)|\b(?:leading|led|leads)\s+to\b"
+    r"|\bresult(?:s|ed|ing)?\s+in\b|导致|造成|引起|引发",
+    re.I,
+)
+
+
+def _cause_parts(clause: str) -> tuple[str, str] | None:
+    """(cause, effect) of a clause that gives a cause, or None."""
+    m = _CAUSED_BY.search(clause)
+    if m:
+        before, after = clause[: m.start()], clause[m.end() :]
+        if not before.strip(" ，,") and m.group(0) in ("由于", "因为"):  # "由于 A，B"
+            cause, _, effect = after.partition("，") if "，" in after else after.partition(",")
+            return cause, effect
+        return after, before
+    m = _CAUSES.search(clause)
+    return (clause[: m.start()], clause[m.end() :]) if m else None
+
+
+def _check_causes(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
+    """A cause nothing gives: "the migration script is causing lock timeouts" when no message puts the cause
+    and the effect together. Said plainly only: a hedged cause ("likely due to") is the hedge check's. A note:
+    the messages may give the cause in words no check reads."""
+    sources: list[tuple[int, str, frozenset[str]]] = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "tool") or is_summary_message(m):
+            continue
+        for sentence in split_sentences(windowed(content_text(m), 6_000, 4_000)):
+            sources.append((index, sentence, frozenset(key_terms(sentence)) | _hay(sentence)))
+    findings = []
+    for s in prose:
+        if _HEDGE_KEPT.search(s.text) or _QUESTION.search(s.text) or _NOT_A_CLAIM.search(s.text):
+            continue
+        parts = _cause_parts(s.text)
+        if parts is None:
+            continue
+        cause, effect = ((_needle(p) | key_terms(p)) - _ADVERB_WORDS for p in parts)
+        if len(cause) < 2 or not effect:
+            continue
+        whole = key_terms(s.text)
+        if any(
+            _overlap(cause, set(hay)) >= MATCH and effect & hay or _overlap(whole, set(hay)) >= INVERT_MATCH
+            for _, _, hay in sources
+        ):
+            continue
+        findings.append(
+            DriftFinding("wrong_attribution", "low", {"original": "", "summary": s.text}, None, "cause_unsupported")
+        )
+    return findings
+
+
 # where a summary places an error: a test id, a path, a function
 _TEST_ID = re.compile(r"[\w./-]+\.\w+::[\w\[\]-]+")
 _LOCATION = re.compile(
@@ -3457,6 +3514,7 @@ def check_drift(
     findings += _check_progress(original_messages, checked)
     findings += _check_tool_errors(original_messages, summary_text)
     findings += _check_attribution(original_messages, checked)
+    findings += _check_causes(history, checked)
     findings += _check_placement(original_messages, prose_text)
     findings += _check_test_outcomes(original_messages, prose_text)
     findings += _check_call_speaker(prose_text, corpus)

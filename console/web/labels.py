@@ -279,6 +279,7 @@ DETAILS: dict[str, Label] = {
     "change_misplaced": gettext_lazy(
         "the summary puts a change made in another file on what the user said not to touch"
     ),
+    "cause_unsupported": gettext_lazy("the summary gives a cause that no message gives for it"),
     "wish_unsourced": gettext_lazy("the summary gives the user a wish or belief no user voiced"),
     "ids_mismatched": gettext_lazy("the summary pairs two things the originals never pair (an item on another order)"),
     "limit_dropped": gettext_lazy("a limit the user set is not in the summary with its number"),

@@ -1633,3 +1633,24 @@ def test_an_approved_action_that_failed_is_no_refusal() -> None:
     assert "constraint_inverted" not in kinds(failed)
     refused = check_drift(messages, "- The user did not approve running 0042_add_index on staging.")
     assert "constraint_inverted" in kinds(refused)
+
+
+def test_a_cause_no_message_gives_is_noted() -> None:
+    messages = [
+        *ran(
+            "Apply 0042_add_index on staging.",
+            "./migrate.sh staging 0042_add_index.sql",
+            "ERROR migrate psycopg.errors.LockNotAvailable: canceling statement due to lock timeout",
+        ),
+        assistant("The lock is held by the nightly report query on orders; it ends at 02:00."),
+    ]
+
+    def causes(summary: str) -> list[tuple[str, str]]:
+        return [(f.kind, f.severity) for f in check_drift(messages, summary) if f.code == "cause_unsupported"]
+
+    # the migration suffered the timeout; nothing says it caused one
+    reversed_cause = "- The migration script 0042_add_index.sql is causing lock timeouts."
+    assert causes(reversed_cause) == [("wrong_attribution", "low")]
+    assert causes("- The nightly report query holds the lock, causing the migration to time out.") == []
+    assert causes("- The migration 0042_add_index failed due to a lock timeout.") == []
+    assert causes("- The lock timeouts are likely caused by the migrate script.") == []  # hedged: not a claim
