@@ -132,17 +132,24 @@ def ensure_server_python(cache: Path) -> Path:
     version = spec.split("==")[-1]
     python = cache / "venv" / "bin" / "python"
     probe = [str(python), "-c", "import llama_cpp, llama_cpp.server.app, sys; sys.stdout.write(llama_cpp.__version__)"]
-    if python.exists():
+    # the build options it was built with: a build with others (-DGGML_NATIVE=ON, say) is built again
+    cmake_args = model_files()["cmake_args"]
+    built_with = cache / "venv" / "cmake_args"
+    same_build = built_with.exists() and built_with.read_text().strip() == cmake_args
+    if python.exists() and same_build:
         got = subprocess.run(probe, capture_output=True, text=True, check=False)
         if got.returncode == 0 and got.stdout.strip() == version:
             return python
     cache.mkdir(parents=True, exist_ok=True)
     if not python.exists():
         _run([sys.executable, "-m", "venv", str(cache / "venv")], "creating the server venv")
-    env = dict(os.environ, CMAKE_ARGS=model_files()["cmake_args"])
+    env = dict(os.environ, CMAKE_ARGS=cmake_args)
     log = cache / "build.log"
     print(f"building {spec} from source into {cache / 'venv'} (about 9 minutes on 2 cores; log: {log})", flush=True)
-    _run([str(python), "-m", "pip", "install", spec], "building llama-cpp-python", env=env, log=log)
+    # (not from pip's wheel cache: a wheel there may have been built with other options)
+    fresh = ["--no-cache-dir", "--force-reinstall"]
+    _run([str(python), "-m", "pip", "install", *fresh, spec], "building llama-cpp-python", env=env, log=log)
+    built_with.write_text(cmake_args + "\n")
     got = subprocess.run(probe, capture_output=True, text=True, check=False)
     if got.returncode != 0 or got.stdout.strip() != version:
         raise InstallError(
@@ -245,6 +252,15 @@ def free_port() -> int:
         return port
 
 
+def answers(url: str) -> bool:
+    """Whether the model server at ``url`` (``…/v1``) answers."""
+    try:
+        with urllib.request.urlopen(f"{url}/models", timeout=5) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 @contextlib.contextmanager
 def serve(
     python: Path,
@@ -268,12 +284,8 @@ def serve(
         while True:
             if proc.poll() is not None:
                 raise InstallError(f"the model server exited with {proc.returncode} while starting; see {log}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
+            if answers(f"http://127.0.0.1:{port}/v1"):
+                break
             if time.monotonic() > deadline:
                 raise InstallError(f"the model server did not answer within {timeout:.0f}s; see {log}")
             time.sleep(1)
@@ -392,20 +404,27 @@ def run_case(case: Case, prompt: str, model: str, base_url: str) -> dict[str, An
     elapsed = time.perf_counter() - started
     if result.archive is None:
         raise NotCompressed(f"{case.name}: the pipeline did not compress ({', '.join(result.warning_codes())})")
-    _write(
-        RUNS / "inputs" / f"{case.name}.json",
-        {
-            "case": case.name,
-            "session": str((SESSIONS / f"{case.session}.json").relative_to(ROOT)),
-            "language": case.language,
-            "window": WINDOWS[case.window],
-            "focus": case.topic,
-            "config": set_fields,
-            "archived": result.archive.messages,
-            "start": result.archive.start,
-            "pinned": [render_fact(f) for f in result.facts],
-        },
-    )
+    inputs = RUNS / "inputs" / f"{case.name}.json"
+    if inputs.exists():
+        # the saved answers of this case (and their labels) are about the saved segment: it is never replaced
+        archived = json.loads(inputs.read_text(encoding="utf-8"))["archived"]
+        if archived != json.loads(json.dumps(result.archive.messages)):
+            raise NotCompressed(f"{case.name}: the pipeline now archives another segment than {inputs} holds")
+    else:
+        _write(
+            inputs,
+            {
+                "case": case.name,
+                "session": str((SESSIONS / f"{case.session}.json").relative_to(ROOT)),
+                "language": case.language,
+                "window": WINDOWS[case.window],
+                "focus": case.topic,
+                "config": set_fields,
+                "archived": result.archive.messages,
+                "start": result.archive.start,
+                "pinned": [render_fact(f) for f in result.facts],
+            },
+        )
     outcome = result.summary
     extra = outcome.extra if outcome else {}
     answer = {
@@ -677,6 +696,10 @@ def main() -> int:
                         except NotCompressed as exc:
                             print(f"  [{n}/{len(todo)}] skipped: {exc}", flush=True)
                             continue
+                        if a["error"] and not answers(url):
+                            # no answer of the model: the server died (a crash in its CPU backend, say)
+                            answer_path(m, case.name, prompt).unlink()
+                            raise InstallError(f"the model server died during {case.name}; see {log}")
                         status = f"ERROR {a['error']}" if a["error"] else f"{a['output_tokens']} tokens out"
                         print(f"  [{n}/{len(todo)}] {case.name}__{prompt}: {a['latency_s']:.1f}s, {status}", flush=True)
             print_table(

@@ -21,6 +21,7 @@ import pytest
 
 from bench import model as bench_model
 from bench import model_sessions
+from tests.fakes.openai_server import FakeOpenAIServer, closed_port_url
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 700, b"c" * 33]
@@ -136,6 +137,30 @@ class TestSavedData:
             assert inputs["case"] == a["case"] and inputs["language"] in ("en", "zh") and inputs["archived"]
             session = json.loads((bench_model.ROOT / inputs["session"]).read_text(encoding="utf-8"))["messages"]
             assert session[inputs["start"] : inputs["start"] + len(inputs["archived"])] == inputs["archived"]
+
+
+class TestRuns:
+    """A case asked of a model: its saved segment is never replaced, and a dead server is no answer."""
+
+    def test_a_saved_segment_is_kept_and_never_replaced(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAIServer
+    ) -> None:
+        monkeypatch.setattr(bench_model, "RUNS", tmp_path)
+        case, model = bench_model.Case.parse("en_coding_refactor-8k"), "qwen2.5-coder-0.5b"
+        bench_model.run_case(case, bench_model.PROMPT_VERSION, model, fake_openai.base_url)
+        saved = tmp_path / "inputs" / f"{case.name}.json"
+        data = json.loads(saved.read_text(encoding="utf-8"))
+        data["pinned"] = ["- [constraint] (#1) as an earlier pipeline pinned it"]
+        saved.write_text(json.dumps(data))
+        bench_model.run_case(case, bench_model.PROMPT_VERSION, model, fake_openai.base_url)
+        assert json.loads(saved.read_text(encoding="utf-8")) == data  # what earlier answers were made on
+        data["archived"] = data["archived"][1:]
+        saved.write_text(json.dumps(data))
+        with pytest.raises(bench_model.NotCompressed, match="another segment"):
+            bench_model.run_case(case, bench_model.PROMPT_VERSION, model, fake_openai.base_url)
+
+    def test_a_server_that_is_gone_does_not_answer(self) -> None:
+        assert not bench_model.answers(closed_port_url())
 
 
 class TestSignals:
