@@ -2011,13 +2011,14 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
 # a sentence that says who said something: "the user suspects ...", "用户认为 ...", "the agent found ..."
 _BY_USER = re.compile(
     r"\b(?:the\s+)?user\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought|believes?|reported|reports"
-    r"|noted|notes|mentioned|found|explained|claimed|stated|guessed|pointed\s+out|suggested|proposed|recommended)\b"
+    r"|noted|notes|mentioned|found|explained|claimed|stated|guessed|pointed\s+out|suggested|proposed|recommended"
+    r"|decided|chose|agreed)\b"
     r"|用户(?:说|认为|怀疑|猜测|提到|指出|发现|表示|报告|解释|推测)",
     re.I,
 )
 _BY_ASSISTANT = re.compile(
     r"\b(?:the\s+)?(?:assistant|agent|model|i|we)\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought"
-    r"|believes?|reported|noted|mentioned|found|explained|stated|guessed|asked|requested|wanted)\b"
+    r"|believes?|reported|noted|mentioned|found|explained|stated|guessed|asked|requested|wanted|decided|chose|agreed)\b"
     r"|(?:助手|智能体)(?:说|认为|怀疑|猜测|提到|指出|发现|表示|要求|希望)",
     re.I,
 )
@@ -2036,7 +2037,9 @@ def _check_attribution(messages: Sequence[dict[str, Any]], prose: list[_Statemen
 
     def share(content: str, terms: set[str], sentence: str) -> float:
         if _cross(content, sentence):
-            return _overlap(set(_needle(content)), set(_hay(sentence)))
+            # across languages only the concepts compare, and one is too few to know
+            needle = _needle(content)
+            return _overlap(set(needle), set(_hay(sentence))) if len(needle) >= 2 else 0.0
         return _overlap(terms, key_terms(sentence))
 
     findings = []
@@ -2047,7 +2050,7 @@ def _check_attribution(messages: Sequence[dict[str, Any]], prose: list[_Statemen
                 continue
             content = s.text[cue.end() :]
             terms = key_terms(content)
-            if len(terms - _VERBS) < 3 or len(_needle(content)) < 2:
+            if len(terms - _VERBS) < 3:
                 continue
             if any(share(content, terms, t) >= MATCH for _, t in said[claimed]):
                 continue

@@ -1654,3 +1654,14 @@ def test_a_cause_no_message_gives_is_noted() -> None:
     assert causes("- The nightly report query holds the lock, causing the migration to time out.") == []
     assert causes("- The migration 0042_add_index failed due to a lock timeout.") == []
     assert causes("- The lock timeouts are likely caused by the migrate script.") == []  # hedged: not a claim
+
+
+def test_a_users_decision_put_on_the_agent_is_the_wrong_speaker() -> None:
+    messages = [
+        assistant("The export tests pass; the diff touches export/invoice_writer.py only."),
+        user("Don't commit yet, I want to look at the diff first."),
+    ]
+    moved = check_drift(messages, "- The agent decided not to commit yet, as it wanted to look at the diff first.")
+    assert [(f.kind, f.source_index) for f in moved if f.code == "wrong_speaker"] == [("wrong_attribution", 1)]
+    kept = check_drift(messages, "- The user decided not to commit yet: they want to look at the diff first.")
+    assert "wrong_speaker" not in [f.code for f in kept]
