@@ -2191,6 +2191,16 @@ def _swapped_ids(line: str, texts: list[tuple[int, str]]) -> tuple[int, str] | N
     return best
 
 
+def _not_anothers(text: str, error: str, name: str) -> bool:
+    """Whether ``text`` names ``name`` other than on another error's line: in "TypeError: group_by_customer()
+    missing 1 required positional argument" the function is the TypeError's, not an AssertionError's."""
+    return any(
+        error in line or all(e.group(0) == error for e in _ERROR_NAME.finditer(line))
+        for line in text.splitlines()
+        if name in line
+    )
+
+
 def _near(text: str, a: str, b: str, span: int = 2) -> bool:
     """Whether ``a`` and ``b`` are within ``span`` lines of each other in ``text``."""
     lines = text.splitlines()
@@ -2462,7 +2472,10 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
                     # a test id or a path on the error's own lines; a function anywhere in a message with the error
                     span = 2 if "::" in where or "." in where else 10_000
                     if any(
-                        error in t and (_near(t, error, where, span) or _near(t, error, file_part, 0)) for _, t in texts
+                        error in t
+                        and (_near(t, error, where, span) or _near(t, error, file_part, 0))
+                        and (span == 2 or _not_anothers(t, error, where))
+                        for _, t in texts
                     ) or any(error in result and (where in call or file_part in call) for call, result in calls):
                         continue
                     if span > 2:  # an AssertionError in tests/export/test_money.py is one in format_money
