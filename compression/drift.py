@@ -2109,7 +2109,7 @@ def _check_causes(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
         parts = _cause_parts(s.text)
         if parts is None:
             continue
-        cause, effect = ((_needle(p) | key_terms(p)) - _ADVERB_WORDS for p in parts)
+        cause, effect = ((set(_needle(p)) | key_terms(p)) - _ADVERB_WORDS for p in parts)
         if len(cause) < 2 or not effect:
             continue
         whole = key_terms(s.text)
