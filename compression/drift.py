@@ -2459,6 +2459,9 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
             # the error's own sentence: "X timed out. The output was: … reproduce_issue.py" places nothing
             before = _SENTENCE_END.split(line[: name.start()])[-1]
             after = _SENTENCE_END.split(line[name.end() :])[0]
+            # (up to the next error: "KeyError in currency tests and TypeError: group_by_customer() …")
+            following = _ERROR_NAME.search(after)
+            after = after[: following.start()] if following else after
             placed = _PLACED_AFTER.search(after)
             zones = [before] + ([after[placed.end() :]] if placed else [])
             for zone in zones:

@@ -1678,3 +1678,18 @@ def test_a_function_on_another_errors_line_does_not_place_an_error() -> None:
     wrong = check_drift(messages, "- An AssertionError in `group_by_customer`.")
     assert "wrong_attribution" in kinds(wrong)
     assert "wrong_attribution" not in kinds(check_drift(messages, "- A TypeError in `group_by_customer`."))
+
+
+def test_an_error_is_placed_only_by_what_follows_it_before_the_next_error() -> None:
+    output = (
+        "FAILED tests/export/test_currency.py::test_legacy_rows - KeyError: 'currency_code'\n"
+        "FAILED tests/export/test_writer.py::case_2 - TypeError: group_by_customer() missing 1 required positional"
+        " argument: 'ctx'"
+    )
+    messages = ran("Run the export tests.", "pytest tests/export -q", output)
+    both = (
+        "- Errors: KeyError: 'currency_code' in the currency tests and TypeError: group_by_customer() missing"
+        " 1 required positional argument: 'ctx'."
+    )
+    assert "error_misplaced" not in [f.code for f in check_drift(messages, both)]
+    assert "error_misplaced" in [f.code for f in check_drift(messages, "- A KeyError in group_by_customer().")]
