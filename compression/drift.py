@@ -1116,8 +1116,13 @@ def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> boo
     action = c.action
     verbs = c.verbs
     objects = action - (action & _VERBS) | c.anchors
+    # the forbidden action named only in hedged or negated clauses ("concerned about a possible refund of
+    # K1NW8N, which was cancelled by the airline"): the other clause's "cancelled" requests no refund
+    holding = [clause for clause in s.clauses if (verbs or action) & _expand(clause)]
+    only_hedged = bool(holding) and all(clause.hedged or clause.negated for clause in holding)
     if (
-        _overlap(action, s.terms) >= strict
+        not only_hedged
+        and _overlap(action, s.terms) >= strict
         and (not objects or _overlap(objects, s.terms) >= MATCH)  # not the verb alone: "订 A 座" vs "订了 B-502"
         and not _negates(s, action)
         # a fact about the object ("Ivan qualifies for a full refund") is no request to do it

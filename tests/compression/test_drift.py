@@ -1693,3 +1693,12 @@ def test_an_error_is_placed_only_by_what_follows_it_before_the_next_error() -> N
     )
     assert "error_misplaced" not in [f.code for f in check_drift(messages, both)]
     assert "error_misplaced" in [f.code for f in check_drift(messages, "- A KeyError in group_by_customer().")]
+
+
+def test_a_prohibited_action_named_only_in_a_hedged_clause_is_not_inverted() -> None:
+    messages = [user("Don't refund it yet, I need to ask Ivan if he wants a rebooking instead.")]
+    mentioned = "- Ivan is concerned about a possible refund of K1NW8N, which was cancelled by the airline."
+    found = check_drift(messages, mentioned)
+    assert "constraint_inverted" not in kinds(found) and "constraint_dropped" in kinds(found)
+    done = "- K1NW8N was refunded, since it was cancelled by the airline."
+    assert "constraint_inverted" in kinds(check_drift(messages, done))
