@@ -3554,6 +3554,9 @@ def check_drift(
         for f in findings
         if not (f.kind == "constraint_inverted" and any(_flat_line(f.evidence["summary"]) in m for m in moved))
     ]
+    # a constraint the summary inverts is not also dropped
+    inverted = {f.evidence["original"] for f in findings if f.kind == "constraint_inverted"}
+    findings = [f for f in findings if not (f.kind == "constraint_dropped" and f.evidence["original"] in inverted)]
     # a line another check already places wrongly is not reported twice
     placed = [f.evidence["summary"] for f in findings if f.kind == "wrong_attribution"]
     findings += [

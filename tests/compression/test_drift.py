@@ -1702,3 +1702,13 @@ def test_a_prohibited_action_named_only_in_a_hedged_clause_is_not_inverted() -> 
     assert "constraint_inverted" not in kinds(found) and "constraint_dropped" in kinds(found)
     done = "- K1NW8N was refunded, since it was cancelled by the airline."
     assert "constraint_inverted" in kinds(check_drift(messages, done))
+
+
+def test_a_constraint_the_summary_inverts_is_not_also_dropped() -> None:
+    messages = [
+        *ran("Where is the rate table loaded?", "sed -n 1,20p export/rates.py", "12  def load_rate_table(path):"),
+        user("Don't touch rates.py in this PR though, open a separate ticket for the cache."),
+    ]
+    # the function is in the protected file: changing it is changing the file, not leaving it out
+    found = check_drift(messages, "- Drop lru_cache from load_rate_table to fix the slowness.")
+    assert "constraint_inverted" in kinds(found) and "constraint_dropped" not in kinds(found)
