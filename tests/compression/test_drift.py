@@ -1712,3 +1712,14 @@ def test_a_constraint_the_summary_inverts_is_not_also_dropped() -> None:
     # the function is in the protected file: changing it is changing the file, not leaving it out
     found = check_drift(messages, "- Drop lru_cache from load_rate_table to fix the slowness.")
     assert "constraint_inverted" in kinds(found) and "constraint_dropped" not in kinds(found)
+
+
+def test_an_approval_is_sourced_by_its_own_clause() -> None:
+    messages = [
+        user("Yes, I approve running 0042_add_index on staging."),
+        assistant("The migration failed with a lock timeout; nothing was applied."),
+    ]
+    told = "- The user approved running the migration, but it failed due to a lock timeout."
+    assert "constraint_unsourced" not in [f.code for f in check_drift(messages, told)]
+    invented = "- The user approved restarting report-worker, but it failed due to a lock timeout."
+    assert "constraint_unsourced" in [f.code for f in check_drift(messages, invented)]
