@@ -3338,7 +3338,11 @@ def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement])
     findings: list[DriftFinding] = []
     tests: tuple[bool | None, int | None, str] | None = None
     corpus = ""
-    tool_output: str | None = None
+
+    @lru_cache(maxsize=1)
+    def tools() -> str:
+        return "\n".join(content_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "tool")
+
     for s in prose:
         for clause in _whole(s):
             text = clause.text
@@ -3352,6 +3356,9 @@ def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement])
                 ok, index, line = tests
                 number = passed.group("n")
                 if number and re.search(rf"\b{number}\s+passed\b", corpus):
+                    continue
+                # a line of a tool's output copied whole ("[exit code 0]" of the baseline run): stale, no claim
+                if re.search(rf"^\s*{re.escape(s.text.strip())}\s*$", tools(), re.M):
                     continue
                 if _EXIT_ZERO_CLAIM.search(text) and not (ok or _EXIT_ZERO_CLAIM.search(corpus)):
                     ok = False
@@ -3377,12 +3384,8 @@ def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement])
             concepts = _claim_concepts(text)
             if not concepts:
                 continue
-            if tool_output is None:
-                tool_output = "\n".join(
-                    content_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "tool"
-                )
             quote = _LINE_COUNT.sub("", s.text).strip(" -.…")
-            if len(quote) >= 20 and quote in tool_output:
+            if len(quote) >= 20 and quote in tools():
                 break  # a tool's own line ("1 queries executed, 0 expected") is a quote, not a claim
             if _ALL_DONE.search(text):
                 # the whole work claimed finished: so the agent's last words say

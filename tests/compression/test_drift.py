@@ -1723,3 +1723,14 @@ def test_an_approval_is_sourced_by_its_own_clause() -> None:
     assert "constraint_unsourced" not in [f.code for f in check_drift(messages, told)]
     invented = "- The user approved restarting report-worker, but it failed due to a lock timeout."
     assert "constraint_unsourced" in [f.code for f in check_drift(messages, invented)]
+
+
+def test_a_passing_runs_output_copied_whole_is_stale_not_a_claim() -> None:
+    messages = [
+        *ran("Run the tests first.", "pytest -q", "36 passed in 4.30s\n[exit code 0]"),
+        call("c2", "terminal", {"cmd": "pytest -q"}),
+        result("c2", "FAILED tests/billing/test_discount.py::case_0 - ZeroDivisionError\n1 failed, 35 passed in 4.60s"),
+    ]
+    copied = "- #2 TOOL RESULT terminal: 36 passed in 4.30s\n[exit code 0]"
+    assert "tests_not_passed" not in [f.code for f in check_drift(messages, copied)]
+    assert "tests_not_passed" in [f.code for f in check_drift(messages, "- Tests pass now (exit code 0).")]
