@@ -1718,14 +1718,7 @@ def _check_fabricated(
         claims_approval = granted and (_ATTRIBUTION.search(s.text) or s.text in rules) and not is_negated(s.text)
         if not (claims_constraint or claims_approval) or len(s.terms) < 2:
             continue
-        # the sentence, or the clause that makes the claim ("The user approved running the migration, but it
-        # failed due to a lock timeout": the outcome is no part of the approval)
-        claims = [s.terms] + [
-            c.terms
-            for c in s.clauses
-            if _ATTRIBUTION.search(c.text) and (_is_approval(c.text) or _is_constraint(c.text))
-        ]
-        if any(_overlap(t, g.terms) >= MATCH or _overlap(g.terms, t) >= MATCH for t in claims for g in given):
+        if any(_overlap(s.terms, g.terms) >= MATCH or _overlap(g.terms, s.terms) >= MATCH for g in given):
             continue
         other = [g for g in given if _cross(s.text, g.text)]
         restated = (_x_about(_needle(g.text), s) or _x_about(_needle(s.text), g) for g in other)

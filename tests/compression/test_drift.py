@@ -1714,17 +1714,6 @@ def test_a_constraint_the_summary_inverts_is_not_also_dropped() -> None:
     assert "constraint_inverted" in kinds(found) and "constraint_dropped" not in kinds(found)
 
 
-def test_an_approval_is_sourced_by_its_own_clause() -> None:
-    messages = [
-        user("Yes, I approve running 0042_add_index on staging."),
-        assistant("The migration failed with a lock timeout; nothing was applied."),
-    ]
-    told = "- The user approved running the migration, but it failed due to a lock timeout."
-    assert "constraint_unsourced" not in [f.code for f in check_drift(messages, told)]
-    invented = "- The user approved restarting report-worker, but it failed due to a lock timeout."
-    assert "constraint_unsourced" in [f.code for f in check_drift(messages, invented)]
-
-
 def test_a_passing_runs_output_copied_whole_is_stale_not_a_claim() -> None:
     messages = [
         *ran("Run the tests first.", "pytest -q", "36 passed in 4.30s\n[exit code 0]"),
