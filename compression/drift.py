@@ -2101,12 +2101,16 @@ def _check_causes(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
     """A cause nothing gives: "the migration script is causing lock timeouts" when no message puts the cause
     and the effect together. Said plainly only: a hedged cause ("likely due to") is the hedge check's. A note:
     the messages may give the cause in words no check reads."""
-    sources: list[tuple[int, str, frozenset[str]]] = []
-    for index, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "tool") or is_summary_message(m):
-            continue
-        for sentence in split_sentences(windowed(content_text(m), 6_000, 4_000)):
-            sources.append((index, sentence, frozenset(key_terms(sentence)) | _hay(sentence)))
+
+    @lru_cache(maxsize=1)
+    def sources() -> list[frozenset[str]]:  # the terms of each sentence of the messages, once a cause is given
+        return [
+            frozenset(key_terms(sentence)) | _hay(sentence)
+            for m in messages
+            if isinstance(m, dict) and m.get("role") in ("user", "assistant", "tool") and not is_summary_message(m)
+            for sentence in split_sentences(windowed(content_text(m), 6_000, 4_000))
+        ]
+
     findings = []
     for s in prose:
         if _HEDGE_KEPT.search(s.text) or _QUESTION.search(s.text) or _NOT_A_CLAIM.search(s.text):
@@ -2120,7 +2124,7 @@ def _check_causes(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
         whole = key_terms(s.text)
         if any(
             _overlap(cause, set(hay)) >= MATCH and effect & hay or _overlap(whole, set(hay)) >= INVERT_MATCH
-            for _, _, hay in sources
+            for hay in sources()
         ):
             continue
         findings.append(
