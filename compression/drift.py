@@ -1591,7 +1591,14 @@ def _check_approval(a: _Statement, prose: list[_Statement], summary: str) -> Dri
     if not a.terms:
         return None
     own = a.core or a.terms
-    about = [s for s in prose if _overlap(a.terms, s.terms) >= MATCH or _overlap(own, s.terms) >= INVERT_MATCH]
+    # a short approval borrows the proposal's words; the proposal's identifiers say what a line is about best
+    # ("确认，就退这件吧。" to the return of 6117428830: "已提交退货：#W7730285 的机械键盘（6117428830）…")
+    named = {t for t in a.terms - own if len(t) >= 5 and any(ch.isdigit() for ch in t)}
+    about = [
+        s
+        for s in prose
+        if _overlap(a.terms, s.terms) >= MATCH or _overlap(own, s.terms) >= INVERT_MATCH or (named and named <= s.terms)
+    ]
     needle = _needle(a.text)
     # a line that only names the approved thing ("- migrations/0057_split_orders.sql") keeps no approval
     other = [s for s in prose if _cross(a.text, s.text) and _x_about(needle, s) and _beyond_names(needle, s.text)]

@@ -1719,3 +1719,17 @@ def test_a_passing_runs_output_copied_whole_is_stale_not_a_claim() -> None:
     copied = "- #2 TOOL RESULT terminal: 36 passed in 4.30s\n[exit code 0]"
     assert "tests_not_passed" not in [f.code for f in check_drift(messages, copied)]
     assert "tests_not_passed" in [f.code for f in check_drift(messages, "- Tests pass now (exit code 0).")]
+
+
+def test_a_short_approval_is_kept_by_its_proposals_action_done() -> None:
+    messages = [
+        assistant(
+            "刚才的商品编号不对。订单里的机械键盘编号是 6117428830，价格 329 元。"
+            "确认退这一件，退款 329 元回到 PayPal 吗？"
+        ),
+        user("确认，就退这件吧。"),
+    ]
+    done = "- 已提交退货：#W7730285 的机械键盘（6117428830），329 元将原路退回 PayPal。"
+    assert "approval_lost" not in [f.code for f in check_drift(messages, done)]
+    named = "## Files and identifiers\n- 6117428830"  # the item named, nothing said of the approval
+    assert "approval_lost" in [f.code for f in check_drift(messages, named)]
