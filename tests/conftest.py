@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from django.db.backends.signals import connection_created
 
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -145,6 +148,35 @@ def _fresh_cache() -> Iterator[None]:
             redis.delete(*keys)
     else:
         cache.clear()
+
+
+#: every database connection the test process opened (weakly: a closed wrapper's garbage goes)
+_OPENED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _remember(sender: Any, connection: Any, **kwargs: Any) -> None:
+    _OPENED.add(connection)
+
+
+connection_created.connect(_remember)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's, and before the test database is dropped, every connection to it is closed.
+
+    Django closes the connections it can see from where the teardown runs; Playwright's sync API runs an
+    event loop in the main thread, and there Django keeps its connections in a context variable apart
+    (asgiref's thread-critical local), which the teardown does not see: PostgreSQL then refused to drop a
+    database "being accessed by other users" (a warning at the end of every CI run).
+    """
+    yield
+    from django.db import connections
+
+    seen = set(connections.all(initialized_only=True))  # Django closes these itself
+    for wrapper in list(_OPENED):
+        if wrapper not in seen and wrapper.connection is not None:
+            wrapper.connection.close()  # the driver's: the wrapper may belong to another thread
 
 
 @pytest.fixture
