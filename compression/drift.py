@@ -49,7 +49,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import permutations
@@ -795,7 +796,7 @@ def core_terms(sentence: str) -> set[str]:
     return terms or key_terms(sentence)
 
 
-def _overlap(needle: set[str], hay: set[str]) -> float:
+def _overlap(needle: AbstractSet[str], hay: AbstractSet[str]) -> float:
     return len(needle & hay) / len(needle) if needle else 0.0
 
 
@@ -1022,6 +1023,15 @@ def _corpus_parts(messages: Iterable[dict[str, Any]]) -> list[str]:
             if isinstance(call, dict):
                 parts.append(call_arguments(call))
     return parts
+
+
+def _sentences_said(messages: Sequence[dict[str, Any]], roles: tuple[str, ...]) -> Iterator[tuple[int, str]]:
+    """(index, sentence) for each sentence of the messages of ``roles`` (no earlier summary): a long text by its
+    head and tail, as the checks read the originals."""
+    for index, m in enumerate(messages):
+        if isinstance(m, dict) and m.get("role") in roles and not is_summary_message(m):
+            for sentence in split_sentences(windowed(content_text(m), 6_000, 4_000)):
+                yield index, sentence
 
 
 def _calls(messages: Sequence[dict[str, Any]]) -> list[tuple[int, str, str]]:
@@ -2051,7 +2061,7 @@ def _check_attribution(messages: Sequence[dict[str, Any]], prose: list[_Statemen
         if _cross(content, sentence):
             # across languages only the concepts compare, and one is too few to know
             needle = _needle(content)
-            return _overlap(set(needle), set(_hay(sentence))) if len(needle) >= 2 else 0.0
+            return _overlap(needle, _hay(sentence)) if len(needle) >= 2 else 0.0
         return _overlap(terms, key_terms(sentence))
 
     findings = []
@@ -2112,10 +2122,8 @@ def _check_causes(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
     @lru_cache(maxsize=1)
     def sources() -> list[frozenset[str]]:  # the terms of each sentence of the messages, once a cause is given
         return [
-            frozenset(key_terms(sentence)) | _hay(sentence)
-            for m in messages
-            if isinstance(m, dict) and m.get("role") in ("user", "assistant", "tool") and not is_summary_message(m)
-            for sentence in split_sentences(windowed(content_text(m), 6_000, 4_000))
+            _frozen_terms(sentence)[0] | _hay(sentence)
+            for _, sentence in _sentences_said(messages, ("user", "assistant", "tool"))
         ]
 
     findings = []
@@ -2130,8 +2138,7 @@ def _check_causes(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
             continue
         whole = key_terms(s.text)
         if any(
-            _overlap(cause, set(hay)) >= MATCH and effect & hay or _overlap(whole, set(hay)) >= INVERT_MATCH
-            for hay in sources()
+            _overlap(cause, hay) >= MATCH and effect & hay or _overlap(whole, hay) >= INVERT_MATCH for hay in sources()
         ):
             continue
         findings.append(
@@ -2441,13 +2448,7 @@ def _check_test_outcomes(messages: Sequence[dict[str, Any]], prose_text: str) ->
         if not subject:
             continue
         if said is None:
-            said = [
-                (i, sentence)
-                for i, msg in enumerate(messages)
-                if isinstance(msg, dict) and msg.get("role") in ("assistant", "tool") and not is_summary_message(msg)
-                for sentence in split_sentences(windowed(content_text(msg), 6_000, 4_000))
-                if _TEST_WORDS.search(sentence)
-            ]
+            said = [(i, t) for i, t in _sentences_said(messages, ("assistant", "tool")) if _TEST_WORDS.search(t)]
         about = [(i, t) for i, t in said if subject <= key_terms(t)]
         failed = [t for _, t in about if _TEST_FAIL_WORDS.search(t) or _FAILED_RESULT.search(t)]
         passed = [(i, t) for i, t in about if _TEST_PASSES.search(t) and not _TEST_FAIL_WORDS.search(t)]
