@@ -74,9 +74,9 @@ FOCUS = {
     "zh_ops_deploy": ("migration", "迁移 0057_split_orders"),
     "zh_support_retail": ("refund", "退款"),
 }
-#: the plans use 8k, 16k and 32k; 12k, 20k and 24k are for answers asked by name (``--cases``), e.g. a new
+#: the plans use 8k, 16k and 32k; the others are for answers asked by name (``--cases``), e.g. a new
 #: labelling round on windows no detector change was looked at
-WINDOWS = {"8k": 8_000, "12k": 12_000, "16k": 16_000, "20k": 20_000, "24k": 24_000, "32k": 32_000}
+WINDOWS = {f"{k}k": k * 1_000 for k in (8, 10, 12, 14, 16, 18, 20, 24, 28, 32)}
 #: what the model may generate per summary (both prompts): at 2-7 tokens/s on a shared CPU, a legacy answer
 #: that loops to the summary budget (2,000+ tokens) takes 6 minutes; both prompts get the same cap
 MAX_ANSWER_TOKENS = 768

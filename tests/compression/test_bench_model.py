@@ -100,7 +100,8 @@ class TestCases:
         assert (case.session, case.window, case.focus, case.language) == ("zh_coding_refactor", "16k", "tests", "zh")
         assert case.topic == "测试失败和测试命令" and case.name == "zh_coding_refactor-16k-focus_tests"
         with pytest.raises(SystemExit):
-            bench_model.Case.parse("zh_coding_refactor-10k")
+            bench_model.Case.parse("zh_coding_refactor-11k")
+        assert bench_model.Case.parse("en_ops_deploy-28k").window == "28k" and bench_model.WINDOWS["28k"] == 28_000
 
     def test_both_models_plan_both_languages_windows_and_prompts(self) -> None:
         for model in bench_model.MODELS:
