@@ -2971,6 +2971,9 @@ def _is_list(text: str) -> bool:
 
 
 _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
+#: a line that renders a tool call ("- (#211) bash({"command": "rm apply_fix.py"}): …"): what was run and what it
+#: printed, not a restatement of anything the agent supposed
+_CALL_LINE = re.compile(r"^[\s\-*•]*(?:\(#\d+\)\s*)?[A-Za-z_][\w.-]*\(\{")
 
 
 def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
@@ -2995,7 +2998,7 @@ def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -
             # confirmed later without a hedge: the summary may state it plainly
             if any(_confirms(p, h) for p in plain):
                 continue
-            about = [s for s in prose if _about_hedge(h, s) and not _is_list(s.text)]
+            about = [s for s in prose if _about_hedge(h, s) and not _is_list(s.text) and not _CALL_LINE.match(s.text)]
             if about:
                 # a line quoted whole from the originals (a tool's error, the agent's later finding) drops nothing
                 corpus = corpus if corpus is not None else _corpus(messages)

@@ -139,6 +139,22 @@ class TestFaithfulSummaries:
     def test_it_raises_no_alarm_on_faithful_english_summaries(self, summary: str) -> None:
         assert check_drift(EN, summary) == []
 
+    def test_a_rendered_tool_call_restates_no_hedge(self) -> None:
+        messages = [
+            assistant(
+                "It seems my `apply_fix.py` replaced lines but maybe messed up indentation or the original file had "
+                "tabs/spaces mix?"
+            ),
+            call("c1", "bash", {"command": "rm reproduce_issue.py apply_fix.py\necho done"}),
+            result("c1", "diff --git a/django/db/backends/mysql/operations.py\n+        except Exception:\n" * 40),
+        ]
+        line = (
+            '- (#1) bash({"command": "rm reproduce_issue.py apply_fix.py\\necho done"}): + except Exception: (80 lines)'
+        )
+        assert [f for f in check_drift(messages, line) if f.kind == "hedge_lost"] == []
+        settled = "- My apply_fix.py replaced lines and messed up indentation: the original file had a tabs/spaces mix."
+        assert [f.code for f in check_drift(messages, settled) if f.kind == "hedge_lost"] == ["hedge_dropped"]
+
     def test_it_accepts_a_hedge_confirmed_later(self) -> None:
         messages = EN + [assistant("Confirmed: a missing dependency in requirements.txt breaks the build.")]
         summary = (
