@@ -227,6 +227,8 @@ class Totals:
     answers: int = 0
     errors: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))  # kind -> [caught, all]
     by_language: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    #: the errors whose note starts "unsure:" (a careful auditor could label them otherwise), by language
+    unsure: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     faithful_items: int = 0
     faithful_items_alarmed: int = 0
     faithful_summaries: int = 0
@@ -251,6 +253,9 @@ def totals(scored: Iterable[Scored]) -> Totals:
             t.errors[kind][1] += 1
             t.by_language[s.language][0] += hit
             t.by_language[s.language][1] += 1
+            if str(s.items[i].get("note") or "").startswith("unsure"):
+                t.unsure[s.language][0] += hit
+                t.unsure[s.language][1] += 1
         alarms = s.false_alarms()
         t.false_alarms += len(alarms)
         t.faithful_items += len(s.faithful_items)
@@ -295,6 +300,12 @@ def report(scored: list[Scored], title: str, verbose: bool) -> None:
     for lang in sorted(t.by_language):
         c, n = t.by_language[lang]
         print(f"  lang={lang:<17} {n:>6} {c:>6} {_pct(c, n)}")
+    for lang in sorted(t.by_language):
+        (c, n), (uc, un) = t.by_language[lang], t.unsure.get(lang, [0, 0])
+        print(
+            f"  lang={lang}: labels marked unsure {uc}/{un} caught ({_pct(uc, un).strip()}),"
+            f" the rest {c - uc}/{n - un} ({_pct(c - uc, n - un).strip()})"
+        )
     print(
         f"  false alarms (medium/high findings catching nothing): {t.false_alarms}"
         f" ({t.wrong_kind} of them point at an error of another kind)"

@@ -126,3 +126,11 @@ def test_the_scorer_reads_the_paths_the_contract_names() -> None:
     root = Path(__file__).resolve().parents[2]
     assert root / "bench" / "data" / "model_runs" == RUNS
     assert root / "bench" / "data" / "model_labels.json" == LABELS
+
+
+def test_errors_labelled_unsure_are_counted_apart() -> None:
+    t = totals(scored("heldout"))
+    for lang, (caught, n) in t.unsure.items():
+        assert 0 <= caught <= n <= t.by_language[lang][1]
+    every = [i for s in scored("heldout") for i in s.errors if str(s.items[i].get("note", "")).startswith("unsure")]
+    assert sum(n for _, n in t.unsure.values()) == len(every) > 0
