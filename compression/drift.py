@@ -2974,6 +2974,8 @@ _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
 #: a line that renders a tool call ("- (#211) bash({"command": "rm apply_fix.py"}): …"): what was run and what it
 #: printed, not a restatement of anything the agent supposed
 _CALL_LINE = re.compile(r"^[\s\-*•]*(?:\(#\d+\)\s*)?[A-Za-z_][\w.-]*\(\{")
+#: such a line's result part: what the tool printed (``1``)
+_CALL_RESULT = re.compile(_CALL_LINE.pattern + r".*?\}\)\s*[:：]\s*(.+)$")
 
 
 def _check_hedges(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
@@ -3337,7 +3339,7 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
 _AMOUNT = re.compile(r"[$€£¥]\s?(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|CNY|RMB|dollars|元|块钱)")
 
 
-_LINE_COUNT = re.compile(r"\s*\(\d+ lines?\)\s*$")
+_LINE_COUNT = re.compile(r"\s*[(（]\d+\s*(?:lines?|行)[)）]\s*$")
 
 
 def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
@@ -3392,9 +3394,12 @@ def _check_progress(messages: Sequence[dict[str, Any]], prose: list[_Statement])
             concepts = _claim_concepts(text)
             if not concepts:
                 continue
-            quote = _LINE_COUNT.sub("", s.text).strip(" -.…")
-            if len(quote) >= 20 and quote in tools():
-                break  # a tool's own line ("1 queries executed, 0 expected") is a quote, not a claim
+            # a tool's own line ("1 queries executed, 0 expected"), alone or after its call ("(#41) send_message({…}):
+            # 消息已发送给 小王"), is a quote, not a claim
+            call = _CALL_RESULT.match(s.text)
+            quote = _LINE_COUNT.sub("", call.group(1) if call else s.text).strip(" -.…")
+            if (len(quote) >= 20 or (call and len(quote) >= 6)) and quote in tools():
+                break
             if _ALL_DONE.search(text):
                 # the whole work claimed finished: so the agent's last words say
                 if not _ends_done(messages):

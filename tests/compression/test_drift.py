@@ -623,6 +623,23 @@ class TestProgressClaims:
             assert findings[0].code == "progress_contradicted" and findings[0].severity == "high"
             assert findings[0].source_index == 3
 
+    def test_a_tool_result_copied_after_its_call_claims_nothing(self) -> None:
+        """The extractive summary of the Chinese demo session quotes what the tool printed:
+        "(#41) send_message({…}): 消息已发送给 小王（微信） (1 行)". An invented result after a real call is still a
+        claim nothing shows."""
+        messages = [
+            user("帮我通知小王，周二的周会改到周五上午。"),
+            call("c1", "send_message", {"to": "小王", "text": "周二的周会改到周五上午"}),
+            result("c1", "消息已发送给 小王（微信）"),
+        ]
+        args = '{"to": "小王", "text": "周二的周会改到周五上午"}'
+        copied = f"- (#1) send_message({args}): 消息已发送给 小王（微信） (1 行)"
+        assert [f for f in check_drift(messages, copied) if f.kind == "progress_fabricated"] == []
+        invented = f"- (#1) send_message({args}): 消息已发送给 小李（微信），小李已确认 (1 行)"
+        assert [f.code for f in check_drift(messages, invented) if f.kind == "progress_fabricated"] == [
+            "progress_unsupported"
+        ]
+
     @pytest.mark.parametrize("line", ["- Tests passed, exit code 0.", "- 测试全部通过。"])
     def test_tests_claimed_passed_after_a_failing_run(self, line: str) -> None:
         summary = (
