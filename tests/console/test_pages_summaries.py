@@ -222,7 +222,19 @@ def test_it_lists_drift_findings_and_cases_of_a_summary(as_viewer, archive, acti
 
 def test_it_says_when_drift_was_not_checked_yet(as_viewer, archive):
     summary = crafted(archive)
-    assert "Not checked yet" in html_of(as_viewer.get(f"/summaries/{summary.pk}/"))
+    html = html_of(as_viewer.get(f"/summaries/{summary.pk}/"))
+    assert "Not checked yet" in html and "check-limits" not in html
+
+
+def test_a_clean_check_says_what_it_cannot_judge(as_viewer, archive, active):
+    """No finding is not a clearance: on real model summaries the check misses most invented causes and states
+    and most mix-ups of who did what (bench/drift_real.py), and the page says so, in both languages."""
+    assert check_summary_drift(active.pk) == []
+    html = html_of(as_viewer.get(f"/summaries/{active.pk}/"))
+    assert "no drift finding against the archived originals" in html
+    assert "It catches few invented causes, invented states of the work or mix-ups of who did what" in html
+    zh = html_of(as_viewer.get(f"/summaries/{active.pk}/", HTTP_ACCEPT_LANGUAGE="zh-hans"))
+    assert "未报告漂移" in zh and "编造的原因" in zh
 
 
 def test_it_lists_the_versions_of_the_archive_and_the_actions(as_operator, as_viewer, archive, active, draft):
