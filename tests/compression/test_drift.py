@@ -408,6 +408,15 @@ class TestParaphrasesAndScope:
         reply = [user("回复工单，不要承诺具体的退款日期。")]
         assert check_drift(reply, "- 回复中不给出具体退款时间。") == []
 
+    def test_advising_against_an_action_keeps_its_prohibition(self) -> None:
+        """A real 1.5B answer: "The user has advised against restarting the report-worker during business hours"
+        for "Don't restart report-worker during business hours" (and "against production" is no negation)."""
+        rule = [user("Don't restart report-worker during business hours, finance runs their closing reports.")]
+        kept = "- The user has advised against restarting the report-worker during business hours."
+        assert serious(check_drift(rule, kept)) == []
+        inverted = "- The user wants the report-worker restarted during business hours, against the finance reports."
+        assert "constraint_inverted" in kinds(check_drift(rule, inverted))
+
     def test_it_judges_negation_per_clause(self) -> None:
         messages = [user("Only update imports inside src/."), user("Leave notebooks/ alone.")]
         inverted = "- Imports were updated in src/ and in notebooks/ as well, so nothing refers to the old name."
