@@ -1446,7 +1446,7 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
             and (bool(c.anchors & s.terms) if c.anchors else len(clause.terms) >= 4)
             for clause in _whole(s)
         )
-        if (negates and not _OUTCOME.search(s.text)) or _widens(c, s):
+        if (negates and not _OUTCOME.search(s.text) and not _WITHOUT_LEAVE.search(s.text)) or _widens(c, s):
             return _finding("constraint_inverted", c, s.text, "requirement_negated")
     if c.text in summary or (pinned and c.text in pinned):
         return None
@@ -1456,6 +1456,15 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
         # "staging only" is not kept by "ran the migration on staging": the restriction itself is gone
         return _finding("constraint_dropped", c, "", "restriction_dropped", "medium")
     return None
+
+
+#: a prohibition that waits for someone's leave ("do not run the migration on staging without permission", "未经批准不要
+#:迁移"): it holds the action back, and negates no requirement on where or how it runs
+_WITHOUT_LEAVE = re.compile(
+    r"\bwithout\s+(?:\w+\s+){0,2}(?:permission|approval|consent|confirmation|sign-?off|go-?ahead|asking)\b"
+    r"|未经(?:\S{0,4})?(?:同意|批准|允许|确认)",
+    re.I,
+)
 
 
 def _restricts(c: _Statement, about: list[_Statement], prose: list[_Statement]) -> bool:

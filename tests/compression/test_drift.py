@@ -236,6 +236,20 @@ class TestRequirements:
     def test_it_catches_a_dropped_requirement(self) -> None:
         assert kinds(check_drift(self.MESSAGES, "- 迁移前先备份数据库。")) == ["constraint_dropped"]
 
+    @pytest.mark.parametrize(
+        "line",
+        ["- Do not run the load tests on the staging cluster without permission.", "- 未经批准不要在预发集群跑压测。"],
+    )
+    def test_a_hold_until_someone_s_leave_negates_no_requirement(self, line: str) -> None:
+        """A real 1.5B answer: "Do not run the migration on staging without permission." (the user had put the run on
+        hold) is no negation of "staging only"."""
+        found = check_drift([user("Only use the staging cluster for load tests.")], line)
+        assert [f for f in found if f.kind == "constraint_inverted"] == []
+        negated = "- Load tests do not use the staging cluster."
+        assert kinds(check_drift([user("Only use the staging cluster for load tests.")], negated)) == [
+            "constraint_inverted"
+        ]
+
 
 class TestContext:
     HISTORY = [
