@@ -1127,10 +1127,13 @@ def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> boo
     action = c.action
     verbs = c.verbs
     objects = action - (action & _VERBS) | c.anchors
-    # the forbidden action named only in hedged or negated clauses ("concerned about a possible refund of
-    # K1NW8N, which was cancelled by the airline"): the other clause's "cancelled" requests no refund
+    # the forbidden action named only in hedged or negated clauses, or in facts about its object ("concerned about
+    # a possible refund of K1NW8N, which was cancelled by the airline", "…, and Ivan D-0 qualifies for a full
+    # refund"): the other clause's "cancelled" requests no refund
     holding = [clause for clause in s.clauses if (verbs or action) & _expand(clause)]
-    only_hedged = bool(holding) and all(clause.hedged or clause.negated for clause in holding)
+    only_hedged = bool(holding) and all(
+        clause.hedged or clause.negated or _FACT_ONLY.search(clause.text) for clause in holding
+    )
     if (
         not only_hedged
         and _overlap(action, s.terms) >= strict
@@ -1144,7 +1147,7 @@ def _inverts(c: _Statement, s: _Statement, strict: float, restated: bool) -> boo
     # ("added a retry to ci.yml") breaks a "don't touch", and the identifiers name the object well enough
     needed = 1.0 if len(objects) <= 3 else INVERT_MATCH
     for clause in _whole(s):
-        if not clause.request or clause.negated or clause.hedged:
+        if not clause.request or clause.negated or clause.hedged or _FACT_ONLY.search(clause.text):
             continue
         terms = _expand(clause)
         if not verbs <= terms:

@@ -1765,6 +1765,19 @@ def test_a_prohibited_action_named_only_in_a_hedged_clause_is_not_inverted() -> 
     assert "constraint_inverted" in kinds(check_drift(messages, done))
 
 
+def test_a_prohibited_action_named_only_as_what_someone_qualifies_for_is_not_inverted() -> None:
+    """A real 1.5B answer: "K1NW8N was cancelled by the airline, and … Ivan D-0 who qualifies for a full refund"
+    says what Ivan may get, not that anyone refunds it."""
+    messages = [user("Don't refund it yet, I need to ask Ivan if he wants a rebooking instead.")]
+    eligible = (
+        "- The reservation for K1NW8N was cancelled by the airline, and the passenger record lists Ivan D-0 who"
+        " qualifies for a full refund."
+    )
+    assert "constraint_inverted" not in kinds(check_drift(messages, eligible))
+    done = "- The reservation for K1NW8N was cancelled by the airline, and it was refunded in full to Ivan D-0."
+    assert "constraint_inverted" in kinds(check_drift(messages, done))
+
+
 def test_a_constraint_the_summary_inverts_is_not_also_dropped() -> None:
     messages = [
         *ran("Where is the rate table loaded?", "sed -n 1,20p export/rates.py", "12  def load_rate_table(path):"),
