@@ -76,7 +76,7 @@ FOCUS = {
 }
 #: the plans use 8k, 16k and 32k; the others are for answers asked by name (``--cases``), e.g. a new
 #: labelling round on windows no detector change was looked at
-WINDOWS = {f"{k}k": k * 1_000 for k in (8, 10, 12, 14, 16, 18, 20, 24, 28, 32)}
+WINDOWS = {f"{k}k": k * 1_000 for k in (8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 32)}
 #: what the model may generate per summary (both prompts): at 2-7 tokens/s on a shared CPU, a legacy answer
 #: that loops to the summary budget (2,000+ tokens) takes 6 minutes; both prompts get the same cap
 MAX_ANSWER_TOKENS = 768
