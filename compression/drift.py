@@ -297,7 +297,9 @@ _NOT_A_CONSTRAINT = re.compile(
     r"|\b(?:for|took|takes|taking|lasted|ran)\s+(?:over|under|more\s+than|less\s+than|about|almost)\s+\d"
     # how something went: "running without any errors or failures", "没有任何报错"
     r"|\bwithout\s+(?:any\s+)?(?:(?:errors?|failures?|issues?|problems?|incidents?|downtime|warnings?)(?:,?\s+(?:or|and)\s+|,\s*)?)+"
-    r"|没有(?:任何)?(?:错误|报错|问题|失败|异常|告警)",
+    r"|没有(?:任何)?(?:错误|报错|问题|失败|异常|告警)"
+    # what someone has or what there is: "Sofia Kim has no other reservations on HAT136"
+    r"|\b(?:has|have|had|there\s+(?:is|are|was|were))\s+no\b",
     re.I,
 )
 # approvals the shared patterns miss: short answers to a proposal ("订吧", "就订这家", "yes, book it")

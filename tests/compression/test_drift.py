@@ -1765,6 +1765,16 @@ def test_a_prohibited_action_named_only_in_a_hedged_clause_is_not_inverted() -> 
     assert "constraint_inverted" in kinds(check_drift(messages, done))
 
 
+def test_what_someone_has_no_more_of_is_no_rule() -> None:
+    """A real 0.5B answer: "Sofia Kim has no other reservations on HAT136." is a (wrong) state, not a prohibition
+    nobody gave; "no" that rules something out still is one."""
+    messages = [user("Move my reservation NO6JO3 to HAT136 please.")]
+    found = check_drift(messages, "## Constraints\n- Sofia Kim has no other reservations on HAT136.")
+    assert "constraint_fabricated" not in kinds(found)
+    ruled = "## Constraints\n- No refunds for the other reservations."
+    assert "constraint_fabricated" in kinds(check_drift(messages, ruled))
+
+
 def test_a_prohibited_action_named_only_as_what_someone_qualifies_for_is_not_inverted() -> None:
     """A real 1.5B answer: "K1NW8N was cancelled by the airline, and … Ivan D-0 who qualifies for a full refund"
     says what Ivan may get, not that anyone refunds it."""
