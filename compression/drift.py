@@ -2050,8 +2050,6 @@ _BY_USER = re.compile(
     r"\b(?:the\s+)?user\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought|believes?|reported|reports"
     r"|noted|notes|mentioned|found|explained|claimed|stated|guessed|pointed\s+out|suggested|proposed|recommended"
     r"|decided|chose|agreed)\b"
-    # "the tool was asked to …": a request, and only a user asks
-    r"|\b(?:the\s+)?(?:tool|agent|assistant|model)\s+(?:was|has\s+been|is|had\s+been)\s+asked\s+to\b"
     r"|用户(?:说|认为|怀疑|猜测|提到|指出|发现|表示|报告|解释|推测)",
     re.I,
 )

@@ -1052,15 +1052,6 @@ class TestAttribution:
     def test_the_right_speaker_is_quiet(self, line: str) -> None:
         assert check_drift(self.MESSAGES, line) == []
 
-    def test_the_agent_s_own_idea_reported_as_asked_of_it(self) -> None:
-        """A real 0.5B answer: "The tool was asked to set lock_timeout higher" when the agent proposed it."""
-        proposal = assistant("I'll not restart report-worker. Instead I can set lock_timeout higher for the migration.")
-        line = "- The tool was asked to set lock_timeout higher for the migration session only."
-        found = check_drift([user("The migration failed, what now?"), proposal], line)
-        assert [(f.kind, f.code, f.source_index) for f in found] == [("wrong_attribution", "wrong_speaker", 1)]
-        asked = user("Please set lock_timeout higher for the migration session only.")
-        assert check_drift([asked, proposal], line) == []
-
 
 class TestRulesRestatedByTheAgent:
     @pytest.mark.parametrize(
