@@ -24,18 +24,18 @@ TARGET_RECALL = 0.80
 #: at most this many faithful summaries with a false alarm, per 20
 TARGET_ALARMS_PER_20 = 1.0
 #: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
-#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 134
-#: labelled answers (66 dev, 68 held-out; rounds 3 to 8 labelled blind after the detector changes they are
-#: scored against): dev en 209/240 = 0.87, zh 151/166 = 0.91; held-out en 172/223 = 0.77, zh 148/183 = 0.81;
-#: 25 of 379 held-out faithful items with a false alarm (1.3 per 20); the one held-out answer that is faithful
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 165
+#: labelled answers (75 dev, 90 held-out; rounds 3 to 11 labelled blind by helpers who ran no detector):
+#: dev en 272/324 = 0.84, zh 151/166 = 0.91; held-out en 275/353 = 0.78, zh 160/195 = 0.82; 39 of 503
+#: held-out faithful items with a false alarm (1.55 per 20); the one held-out answer that is faithful
 #: throughout (round 7) has a false alarm. Held-out English recall and both alarm targets are not met; their
-#: floor and ceilings sit at or a little past what is measured, so a regression fails (dev sits past its
-#: target: a little room for relabelling).
+#: floor and ceilings sit at or a little past what is measured, so a regression fails. Dev English fell from
+#: 0.87 when round 10 (9 fresh answers, 63/84 before any change) joined it.
 FLOORS: dict[tuple[str, str], float] = {
-    ("dev", "recall_en"): 0.84,
+    ("dev", "recall_en"): 0.83,
     ("dev", "recall_zh"): 0.88,
     ("heldout", "recall_en"): 0.75,
-    ("heldout", "item_alarms_per_20"): 1.45,
+    ("heldout", "item_alarms_per_20"): 1.6,
     ("heldout", "alarms_per_20"): 20.0,  # 1 of 1: a single faithful summary so far
 }
 
