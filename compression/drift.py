@@ -1463,8 +1463,8 @@ def _check_requirement(c: _Statement, prose: list[_Statement], pinned: str, summ
     return None
 
 
-#: a prohibition that waits for someone's leave ("do not run the migration on staging without permission", "未经批准不要
-#:迁移"): it holds the action back, and negates no requirement on where or how it runs
+#: a prohibition that waits for someone's leave ("do not run the migration on staging without permission",
+#: "未经批准不要迁移"): it holds the action back, and negates no requirement on where or how it runs
 _WITHOUT_LEAVE = re.compile(
     r"\bwithout\s+(?:\w+\s+){0,2}(?:permission|approval|consent|confirmation|sign-?off|go-?ahead|asking)\b"
     r"|未经(?:\S{0,4})?(?:同意|批准|允许|确认)",
@@ -2989,7 +2989,7 @@ _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
 #: a line that renders a tool call ("- (#211) bash({"command": "rm apply_fix.py"}): …"): what was run and what it
 #: printed, not a restatement of anything the agent supposed
 _CALL_LINE = re.compile(r"^[\s\-*•]*(?:\(#\d+\)\s*)?[A-Za-z_][\w.-]*\(\{")
-#: such a line's result part: what the tool printed (``1``)
+#: such a line's result part (group 1): what the tool printed
 _CALL_RESULT = re.compile(_CALL_LINE.pattern + r".*?\}\)\s*[:：]\s*(.+)$")
 
 
