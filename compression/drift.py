@@ -163,11 +163,14 @@ class DriftFinding:
 
 # ---------------------------------------------------------------- cues
 
+#: advice or a decision against an action negates it ("advised against restarting"); a bare "against" names a
+#: target ("never run migrations against production")
+_AGAINST = r"(?:advis|recommend|warn|decid|argu)\w*\s+against"
 # any negation or restriction: what makes a sentence a restatement of a constraint rather than its opposite
 _NEG_EN = re.compile(
     r"\b(?:not|no|never|none|nothing|neither|nor|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|mustn'?t|shouldn'?t|isn'?t"
     r"|aren'?t|wasn'?t|weren'?t|haven'?t|hasn'?t|hadn'?t|couldn'?t|wouldn'?t|avoid\w*|without|forb[ia]d\w*"
-    r"|(?:advis|recommend|warn|decid|argu)\w*\s+against"
+    rf"|{_AGAINST}"
     r"|prohibit\w*|ban(?:s|ned)?|refrain\w*|off-limits|untouched|unchanged|intact|alone|read-only|hold\s+off"
     r"|only|until|unless|pending|before|must|always|at\s+most|at\s+least|limit(?:s|ed)?\s+(?:to|at)"
     r"|cap(?:s|ped)?\s+(?:at|to)|max(?:imum)?|keep|kept|leave|left\s+(?:as|alone|untouched|unchanged)"
@@ -187,7 +190,7 @@ _NEG_ZH = re.compile(
 # prohibition cues proper (not / never / 不要), as opposed to requirement cues (only / 必须)
 _HARD_NEG_EN = re.compile(
     r"\b(?:not|no|never|neither|nor|don'?t|doesn'?t|didn'?t|won'?t|can'?t|cannot|mustn'?t|shouldn'?t|avoid\w*"
-    r"|without|forb[ia]d\w*|prohibit\w*|refrain\w*|stop|(?:advis|recommend|warn|decid|argu)\w*\s+against)\b|n't\b",
+    rf"|without|forb[ia]d\w*|prohibit\w*|refrain\w*|stop|{_AGAINST})\b|n't\b",
     re.I,
 )
 _HARD_NEG_ZH = re.compile(_NOT_ZH + r"|超过|高于|低于|少于)|" + _BIE + r"|禁止|严禁|勿|未经|暂缓|没有|无需|不必")
