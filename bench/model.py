@@ -83,8 +83,9 @@ MAX_ANSWER_TOKENS = 768
 SERVER_ARGS = ["--n_ctx", "16384", "--logits_all", "false"]
 
 
-class NotCompressed(RuntimeError):
-    """The pipeline compressed the case without a summary (by pruning alone): no answer to save."""
+class Skipped(RuntimeError):
+    """No answer to ask for this case: the pipeline compressed it without a summary (by pruning alone), or it now
+    archives another segment than the saved input its answers and labels are about."""
 
 
 class InstallError(RuntimeError):
@@ -403,13 +404,13 @@ def run_case(case: Case, prompt: str, model: str, base_url: str) -> dict[str, An
     result = Compressor(config, summarizer).compress(messages, focus_topic=case.topic)
     elapsed = time.perf_counter() - started
     if result.archive is None:
-        raise NotCompressed(f"{case.name}: the pipeline did not compress ({', '.join(result.warning_codes())})")
+        raise Skipped(f"{case.name}: the pipeline did not compress ({', '.join(result.warning_codes())})")
     inputs = RUNS / "inputs" / f"{case.name}.json"
     if inputs.exists():
         # the saved answers of this case (and their labels) are about the saved segment: it is never replaced
         archived = json.loads(inputs.read_text(encoding="utf-8"))["archived"]
         if archived != json.loads(json.dumps(result.archive.messages)):
-            raise NotCompressed(f"{case.name}: the pipeline now archives another segment than {inputs} holds")
+            raise Skipped(f"{case.name}: the pipeline now archives another segment than {inputs} holds")
     else:
         _write(
             inputs,
@@ -693,7 +694,7 @@ def main() -> int:
                     for n, (case, prompt) in enumerate(todo, 1):
                         try:
                             a = run_case(case, prompt, m, url)
-                        except NotCompressed as exc:
+                        except Skipped as exc:
                             print(f"  [{n}/{len(todo)}] skipped: {exc}", flush=True)
                             continue
                         if a["error"] and not answers(url):

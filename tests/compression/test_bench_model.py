@@ -157,7 +157,7 @@ class TestRuns:
         assert json.loads(saved.read_text(encoding="utf-8")) == data  # what earlier answers were made on
         data["archived"] = data["archived"][1:]
         saved.write_text(json.dumps(data))
-        with pytest.raises(bench_model.NotCompressed, match="another segment"):
+        with pytest.raises(bench_model.Skipped, match="another segment"):
             bench_model.run_case(case, bench_model.PROMPT_VERSION, model, fake_openai.base_url)
 
     def test_a_server_that_is_gone_does_not_answer(self) -> None:
