@@ -20,7 +20,8 @@ Scoring:
 - a finding is a **false alarm** when it is of severity medium or high and catches no labelled error (a low
   finding is a note: it may catch an error, it is never an alarm); a false alarm that points at a
   faithful item counts against that item, and one that points at an error of another kind is listed as
-  "wrong kind";
+  "wrong kind"; the report also says how many errors an alarm catches, since about half are caught by a
+  note alone;
 - a **faithful summary** is a labelled answer with no labelled error; it is noisy with one false alarm.
 
 Held-out answers are those with ``int(sha256(answer_id)[:8], 16) % 3 == 0``; nothing in the detector is
@@ -229,6 +230,8 @@ class Totals:
     by_language: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     #: the errors whose note starts "unsure:" (a careful auditor could label them otherwise), by language
     unsure: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    #: the errors caught by an alarm (a medium or high finding), not by a note alone, by language
+    by_alarm: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     faithful_items: int = 0
     faithful_items_alarmed: int = 0
     faithful_summaries: int = 0
@@ -253,6 +256,8 @@ def totals(scored: Iterable[Scored]) -> Totals:
             t.errors[kind][1] += 1
             t.by_language[s.language][0] += hit
             t.by_language[s.language][1] += 1
+            t.by_alarm[s.language][0] += int(any(s.findings[f].severity in ALARM for f in s.caught.get(i, ())))
+            t.by_alarm[s.language][1] += 1
             if str(s.items[i].get("note") or "").startswith("unsure"):
                 t.unsure[s.language][0] += hit
                 t.unsure[s.language][1] += 1
@@ -305,6 +310,12 @@ def report(scored: list[Scored], title: str, verbose: bool) -> None:
         print(
             f"  lang={lang}: labels marked unsure {uc}/{un} caught ({_pct(uc, un).strip()}),"
             f" the rest {c - uc}/{n - un} ({_pct(c - uc, n - un).strip()})"
+        )
+    for lang in sorted(t.by_language):
+        c, n = t.by_alarm[lang]
+        print(
+            f"  lang={lang}: caught by an alarm (medium/high) {c}/{n} ({_pct(c, n).strip()}),"
+            f" by a note alone {t.by_language[lang][0] - c}"
         )
     print(
         f"  false alarms (medium/high findings catching nothing): {t.false_alarms}"

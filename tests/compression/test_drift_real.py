@@ -134,3 +134,20 @@ def test_errors_labelled_unsure_are_counted_apart() -> None:
         assert 0 <= caught <= n <= t.by_language[lang][1]
     every = [i for s in scored("heldout") for i in s.errors if str(s.items[i].get("note", "")).startswith("unsure")]
     assert sum(n for _, n in t.unsure.values()) == len(every) > 0
+
+
+def test_errors_caught_by_an_alarm_are_counted_apart() -> None:
+    """The recall above counts an error caught by a note (a low finding) alone; the report also says how many
+    an alarm catches, since a reader may skim past notes."""
+    for split in ("dev", "heldout"):
+        t = totals(scored(split))
+        for lang, (caught, n) in t.by_alarm.items():
+            every = [
+                i
+                for s in scored(split)
+                if s.language == lang
+                for i in s.errors
+                if any(s.findings[f].severity in ("medium", "high") for f in s.caught.get(i, ()))
+            ]
+            assert caught == len(every) and n == t.by_language[lang][1], (split, lang)
+            assert 0 < caught < t.by_language[lang][0], (split, lang)
