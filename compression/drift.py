@@ -125,6 +125,7 @@ DETAILS: dict[str, str] = {
     "limit_dropped": "a limit the user set is not in the summary with its number",
     "tests_not_passed": "the summary says the tests passed; the last test run failed",
     "tests_never_run": "the summary says the tests passed; no test run is in the originals",
+    "errors_denied": "the summary says nothing failed, but a tool reported an error",
     "progress_contradicted": "the summary claims as done what the originals say was not done",
     "progress_unsupported": "the summary claims as done what no tool result or message shows",
 }
@@ -2048,6 +2049,52 @@ def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list
     return findings
 
 
+# "no errors were encountered", "ran without any issues", "没有报错": a claim that nothing failed
+_NO_ERRORS = re.compile(
+    r"\b(?:no|zero|without(?:\s+any)?|did\s+not\s+(?:encounter|hit|see|find|report)\s+any)\s+(?:\w+\s+)?"
+    r"(?:errors?|issues|problems|failures?|exceptions?)\b|\berror-free\b|\bran\s+(?:smoothly|cleanly)\b"
+    r"|没有(?:任何)?(?:错误|报错|问题|异常|失败)|未(?:出现|发生|遇到)?(?:任何)?(?:错误|报错|异常)|无(?:错误|报错|异常)|一切正常",
+    re.I,
+)
+_FAILED_LINE = re.compile(r"\b(?:ERROR|FAILED|FATAL)\b|\bError:|Traceback|报错|失败|错误")
+# a claim narrowed to a later run ("the tests now run without errors", "修复后没有报错"): the earlier error may stand
+_LATER_RUN = re.compile(
+    r"\b(?:now|again|anymore|any\s+more|re-?run|retry|second|this\s+time|fix(?:ed)?|resolved)\b"
+    r"|现在|修复|之后|重新|再次|解决",
+    re.I,
+)
+
+
+def _check_no_errors(messages: Sequence[dict[str, Any]], prose: list[_Statement]) -> list[DriftFinding]:
+    """ "The migration was successful and no errors were encountered" when a tool reported one
+    ("LockNotAvailable: canceling statement due to lock timeout"): the last error of the archive says otherwise."""
+    claim = next(
+        (
+            s
+            for s in prose
+            if _NO_ERRORS.search(s.text)
+            and not (_HEDGE_KEPT.search(s.text) or _NOT_A_CLAIM.search(s.text) or _LATER_RUN.search(s.text))
+        ),
+        None,
+    )
+    if claim is None:
+        return []
+    errors = [
+        (index, line.strip())
+        for index, m in enumerate(messages)
+        if isinstance(m, dict) and m.get("role") == "tool" and has_error_hint(content_text(m))
+        for line in salient_error_lines(content_text(m), limit=2)
+    ]
+    if not errors:
+        return []
+    # the latest error that names itself ("LockNotAvailable", "FAILED …") rather than a retry warning
+    index, line = next(
+        (e for e in reversed(errors) if _ERROR_NAME.search(e[1]) or _FAILED_LINE.search(e[1])), errors[-1]
+    )
+    evidence = {"original": line, "summary": claim.text}
+    return [DriftFinding("progress_fabricated", "medium", evidence, index, "errors_denied")]
+
+
 # a sentence that says who said something: "the user suspects ...", "用户认为 ...", "the agent found ..."
 _BY_USER = re.compile(
     r"\b(?:the\s+)?user\s+(?:\w+ly\s+)?(?:said|says|suspects?|suspected|thinks?|thought|believes?|reported|reports"
@@ -3578,6 +3625,7 @@ def check_drift(
     findings += _check_hedges(original_messages, prose)
     findings += _check_progress(original_messages, checked)
     findings += _check_tool_errors(original_messages, summary_text)
+    findings += _check_no_errors(original_messages, checked)
     findings += _check_attribution(original_messages, checked)
     findings += _check_causes(history, checked)
     findings += _check_placement(original_messages, prose_text)

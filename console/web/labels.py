@@ -285,6 +285,7 @@ DETAILS: dict[str, Label] = {
     "limit_dropped": gettext_lazy("a limit the user set is not in the summary with its number"),
     "tests_not_passed": gettext_lazy("the summary says the tests passed; the last test run failed"),
     "tests_never_run": gettext_lazy("the summary says the tests passed; no test run is in the originals"),
+    "errors_denied": gettext_lazy("the summary says nothing failed, but a tool reported an error"),
     "progress_contradicted": gettext_lazy("the summary claims as done what the originals say was not done"),
     "progress_unsupported": gettext_lazy("the summary claims as done what no tool result or message shows"),
 }

@@ -663,6 +663,36 @@ class TestProgressClaims:
             "progress_unsupported"
         ]
 
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "- The migration was successful and no errors were encountered.",
+            "- There were no errors during the migration process, as the script ran without any issues.",
+            "- 迁移过程中没有任何报错。",
+        ],
+    )
+    def test_no_errors_claimed_after_a_tool_reported_one(self, line: str) -> None:
+        """Real 0.5B answers (bench/data/model_runs, dev): the migration log said LockNotAvailable."""
+        findings = [f for f in check_drift(MIGRATION_ZH, line) if f.code == "errors_denied"]
+        assert [(f.kind, f.severity, f.source_index) for f in findings] == [("progress_fabricated", "medium", 2)]
+        assert findings[0].evidence["original"].startswith("redis.exceptions.ConnectionError")
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "- After the fix, the tests now run without errors.",  # a later run: the earlier error may stand
+            "- 修复后重新运行，没有报错。",
+            "- The migration may have run without errors; not confirmed.",  # hedged
+            "- If there are no errors, deploy next.",  # a condition
+        ],
+    )
+    def test_no_errors_narrowed_hedged_or_conditional_is_no_claim(self, line: str) -> None:
+        assert [f for f in check_drift(MIGRATION_ZH, line) if f.code == "errors_denied"] == []
+
+    def test_no_errors_with_no_error_in_the_archive_is_no_finding(self) -> None:
+        clean = [*MIGRATION_ZH[:2], result("c1", "migration 0057_split_orders applied (12 rows)")]
+        assert [f for f in check_drift(clean, "- No errors were encountered.") if f.code == "errors_denied"] == []
+
     @pytest.mark.parametrize("line", ["- Tests passed, exit code 0.", "- 测试全部通过。"])
     def test_tests_claimed_passed_after_a_failing_run(self, line: str) -> None:
         summary = (
