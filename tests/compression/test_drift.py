@@ -684,6 +684,7 @@ class TestProgressClaims:
             "- 修复后重新运行，没有报错。",
             "- The migration may have run without errors; not confirmed.",  # hedged
             "- If there are no errors, deploy next.",  # a condition
+            "- No error reported for other flights.",  # the rest: the one error stands apart
         ],
     )
     def test_no_errors_narrowed_hedged_or_conditional_is_no_claim(self, line: str) -> None:
@@ -1560,6 +1561,25 @@ def test_an_error_on_another_function_is_mismatched_unless_its_test_file_is_the_
     said = check_drift(named, "- An AssertionError in the `format_money` function.")
     assert "error_misplaced" not in [f.code for f in said]
     assert "error_misplaced" in [f.code for f in check_drift(named, "- A TypeError in the `format_money` function.")]
+
+
+def test_a_list_of_errors_pairs_each_with_its_own_details() -> None:
+    """A real 1.5B answer listed two errors, each with its message; the KeyError's key is not the AssertionError's."""
+    messages = [
+        call("c1", "terminal", {"cmd": "pytest tests/export -q"}),
+        result(
+            "c1",
+            "E   KeyError: 'currency_code'\ntests/export/test_currency.py:31: KeyError\n\n\n\n\n"
+            "E   AssertionError: assert '0.00 JPY' == '0 JPY'\ntests/export/test_money.py:58: AssertionError\n"
+            "2 failed, 46 passed",
+        ),
+    ]
+    listed = (
+        "- The tool reported errors such as KeyError: 'currency_code' and AssertionError: assert '0.00 JPY' == '0 JPY'"
+    )
+    assert "ids_mismatched" not in [f.code for f in check_drift(messages, listed)]
+    swapped = "- The tool reported an AssertionError: 'currency_code'."
+    assert "ids_mismatched" in [f.code for f in check_drift(messages, swapped)]
 
 
 def test_a_reservation_put_on_another_customer_is_mismatched() -> None:
