@@ -1310,6 +1310,14 @@ def _echo_index(prose: list[_Statement], messages: Sequence[dict[str, Any]]) -> 
     return out
 
 
+# an object said to be as it was: what a prohibition on changing it leaves
+_KEPT_STATE = re.compile(
+    r"\b(?:unchanged|untouched|intact|left\s+(?:alone|as\s+is)|as\s+it\s+was|not\s+(?:been\s+)?(?:changed|touched"
+    r"|modified|cancell?ed))\b|不变|保持原样|没动|未动|没有改|未改|未修改",
+    re.I,
+)
+
+
 def _check_constraint(
     c: _Statement, prose: list[_Statement], pinned: str, summary: str, echoes: dict[str, int] | None = None
 ) -> DriftFinding | None:
@@ -1327,6 +1335,11 @@ def _check_constraint(
     # their closing reports on it until 18:00" does not keep "don't restart report-worker during business hours"
     own = _forbidden_terms(c)
     negated = [s for s in about if _negates_part(s, own)] or [s for s in prose if _restates(c, s, own)]
+    # "the return HAT211 on May 22 is unchanged" keeps "don't cancel my return flight": its object said intact
+    objects = own - _VERBS
+    negated += [
+        s for s in prose if objects & s.terms and _KEPT_STATE.search(s.text) and not _NOT_A_CLAIM.search(s.text)
+    ]
     if _TEMPORAL.search(c.text):  # "commit after the review" keeps "don't commit yet"
         negated += [s for s in about if _WAIT_KEPT.search(s.text) and not _SOFT.search(s.text)]
     needle = _needle(_core_text(c.text))

@@ -193,6 +193,21 @@ class TestFaithfulSummaries:
         assert check_drift(ZH, "") == []
 
 
+def test_an_object_said_intact_keeps_the_prohibition_on_changing_it() -> None:
+    """A real 0.5B answer kept "don't cancel my return flight" as "the return HAT211 on May 22 is unchanged"."""
+    messages = [
+        user("NO6JO3, the Denver to Boston one. Don't cancel my return flight, I still need it."),
+        assistant("I will only change the outbound flight of NO6JO3."),
+    ]
+    for kept in (
+        "- NO6JO3 now departs May 17 on HAT136; the return HAT211 on May 22 is unchanged.",
+        "- NO6JO3 now departs May 17 on HAT136; the return flight was not cancelled.",
+    ):
+        assert [f for f in check_drift(messages, kept) if f.code == "not_restated"] == [], kept
+    dropped = check_drift(messages, "- NO6JO3 now departs May 17 on HAT136.")
+    assert [(f.code, f.severity) for f in dropped] == [("not_restated", "high")]
+
+
 class TestSummaryMessages:
     def test_it_reads_a_whole_summary_message(self) -> None:
         from compression.summary_message import SummaryHeader, render_summary_message
