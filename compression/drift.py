@@ -3237,7 +3237,7 @@ _FAILED_RESULT = re.compile(
 # "not", "never", "pending", "没有", "未", "尚未": a statement that the thing was not done
 _NOT_DONE = re.compile(
     r"\b(?:not|never|no|nothing|none|neither|nor|without|pending|yet\s+to|still\s+(?:needs?|open|failing|fails|to)"
-    r"|untouched|unchanged|remains?|failed|fails|over|exceeds?)\b|n't\b"
+    r"|untouched|unchanged|remains?|failed|fails|over|exceeds?|prevent(?:s|ed|ing)?|from\s+being)\b|n't\b"
     r"|没|未|尚未|还没|仍|还在|待|失败|超过|不",
     re.I,
 )

@@ -709,6 +709,11 @@ class TestProgressClaims:
         clean = [*MIGRATION_ZH[:2], result("c1", "migration 0057_split_orders applied (12 rows)")]
         assert [f for f in check_drift(clean, "- No errors were encountered.") if f.code == "errors_denied"] == []
 
+    def test_a_failure_that_kept_it_from_being_done_claims_nothing(self) -> None:
+        """A real 1.5B answer: "The migration failed with a lock timeout, preventing it from being applied." """
+        line = "- The migration failed with a lock timeout, preventing it from being applied."
+        assert [f for f in check_drift(MIGRATION_ZH, line) if f.kind == "progress_fabricated"] == []
+
     @pytest.mark.parametrize("line", ["- Tests passed, exit code 0.", "- 测试全部通过。"])
     def test_tests_claimed_passed_after_a_failing_run(self, line: str) -> None:
         summary = (
