@@ -2254,6 +2254,22 @@ _AGENT_APPROVED = re.compile(
     r"|(?:助手|工具|智能体|模型)(?:也|已经?|已)*(?:批准|授权)(?:了)?",
     re.I,
 )
+# the lookups a tool makes, said of the user or a customer: "Sofia is checking availability of HAT170", "用户查询了订单"
+_LOOKED_UP = (
+    r"(?:is\s+|was\s+|has\s+(?:been\s+)?|had\s+(?:been\s+)?)?(?:also\s+|already\s+)?(?:check(?:ed|ing|s)|search(?:ed|ing|es)"
+    r"|look(?:ed|ing|s)\s+up|verif(?:ied|ying|ies)|quer(?:ied|ying|ies))\b"
+)
+_USER_LOOKED_UP = re.compile(
+    r"\b(?:the\s+)?(?:user|customer|caller)\s+"
+    + _LOOKED_UP
+    + r"|(?:用户|客户)(?:已经?|已|正在|先)?(?:查询|查看|核实|检查)",
+    re.I,
+)
+_FIRST_PERSON_LOOKED = re.compile(
+    r"\b(?:i|we)\s+(?:have\s+|'ve\s+|already\s+|just\s+)*(?:checked|searched|looked\s+up|verified|queried)\b"
+    r"|我(?:已经?|刚)?(?:查|看|核实|检查)",
+    re.I,
+)
 _ASKS_APPROVAL = re.compile(r"\b(?:may|can|could)\s+i\b|\bis\s+it\s+ok\b|我可以|能不能让我", re.I)
 _FIRST_PERSON_DID = re.compile(
     r"\b(?:i|we)\s+(?:have\s+|'ve\s+|already\s+|just\s+)*\w+ed\b|\bi'?ve\b|我(?:已经?|刚)", re.I
@@ -2617,6 +2633,20 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
             # users approve; an approval put on the agent or its tool is someone else's
             findings.append(
                 DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "wrong_speaker")
+            )
+        # a person named for their account ("Sofia" of sofia_kim_7287) is a customer too
+        looked = _USER_LOOKED_UP.search(line) or any(
+            re.search(rf"\b{name}\b(?:\s+[A-Z][\w-]*)?\s+" + _LOOKED_UP, line)
+            for name in set(re.findall(r"\b([A-Z][a-z]{2,})\b", line))
+            if re.search(rf"\b{name.lower()}_\w+_\d+\b", corpus)
+        )
+        if looked and not any(
+            _FIRST_PERSON_LOOKED.search(content_text(m))
+            for m in messages
+            if isinstance(m, dict) and m.get("role") == "user"
+        ):
+            findings.append(
+                DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
             )
         did = _USER_DID.search(line)
         if did:

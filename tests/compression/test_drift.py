@@ -1602,6 +1602,27 @@ def test_a_list_of_errors_pairs_each_with_its_own_details() -> None:
     assert "ids_mismatched" in [f.code for f in check_drift(messages, swapped)]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- Sofia is checking availability of HAT170 on May 17.",  # a real 0.5B answer
+        "- The customer has already searched the May 17 flights.",
+        "- 用户查询了 5 月 17 日的航班。",
+    ],
+)
+def test_a_lookup_the_agent_made_put_on_the_customer(line: str) -> None:
+    messages = [
+        user("I'm sofia_kim_7287. I want to leave on May 17 instead of May 16."),
+        call("c1", "search_direct_flight", {"origin": "DEN", "destination": "BOS", "date": "2024-05-17"}),
+        result("c1", "Error: flight HAT170 not available on 2024-05-17"),
+    ]
+    found = [f for f in check_drift(messages, line) if f.code == "user_did_not"]
+    assert [(f.kind, f.severity) for f in found] == [("wrong_attribution", "medium")], line
+    # the customer said they looked it up themselves
+    looked = [user("I already checked the May 17 flights on the app."), *messages]
+    assert [f for f in check_drift(looked, line) if f.code == "user_did_not"] == [], line
+
+
 def test_a_reservation_put_on_another_customer_is_mismatched() -> None:
     messages = [
         call("c1", "get_user_details", {"user_id": "sofia_kim_7287"}),
