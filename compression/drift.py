@@ -2259,6 +2259,7 @@ _LOOKED_UP = (
     r"(?:is\s+|was\s+|has\s+(?:been\s+)?|had\s+(?:been\s+)?)?(?:also\s+|already\s+)?(?:check(?:ed|ing|s)|search(?:ed|ing|es)"
     r"|look(?:ed|ing|s)\s+up|verif(?:ied|ying|ies)|quer(?:ied|ying|ies))\b"
 )
+_LOOKUP = re.compile(_LOOKED_UP + r"|查询|查看|核实|检查", re.I)
 _USER_LOOKED_UP = re.compile(
     r"\b(?:the\s+)?(?:user|customer|caller)\s+"
     + _LOOKED_UP
@@ -2635,10 +2636,13 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
                 DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "wrong_speaker")
             )
         # a person named for their account ("Sofia" of sofia_kim_7287) is a customer too
-        looked = _USER_LOOKED_UP.search(line) or any(
-            re.search(rf"\b{name}\b(?:\s+[A-Z][\w-]*)?\s+" + _LOOKED_UP, line)
-            for name in set(re.findall(r"\b([A-Z][a-z]{2,})\b", line))
-            if re.search(rf"\b{name.lower()}_\w+_\d+\b", corpus)
+        looked = _LOOKUP.search(line) and (
+            _USER_LOOKED_UP.search(line)
+            or any(
+                re.search(rf"\b{name}\b(?:\s+[A-Z][\w-]*)?\s+" + _LOOKED_UP, line)
+                for name in set(re.findall(r"\b([A-Z][a-z]{2,})\b", line))
+                if re.search(rf"\b{name.lower()}_\w+_\d+\b", corpus)
+            )
         )
         if looked and not any(
             _FIRST_PERSON_LOOKED.search(content_text(m))
