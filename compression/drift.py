@@ -70,7 +70,7 @@ from .facts import (
     windowed,
 )
 from .memo import remember_short
-from .messages import call_arguments, content_text
+from .messages import call_arguments, content_text, tool_calls_of
 from .prompt import PROMPTS
 from .summary_message import is_summary_message, parse_summary_message
 
@@ -3293,6 +3293,10 @@ _LIMIT_NOW = re.compile(
 _TRYING = re.compile(
     r"\b(?:i'll|i\s+will|we'll|let\s+me|let's|try(?:ing)?\s+to|going\s+to)\b|我来|我先|试着|尝试", re.I
 )
+# the agent's next step, in its own words: "I'll split the sorting out of it next", "next I will run …"
+_PLAN = re.compile(
+    r"\b(?:i'll|i\s+will|i'm\s+going\s+to|i\s+am\s+going\s+to|next,?\s+i)\b|我(?:接下来|下一步|会|将|再)", re.I
+)
 # "I failed to update the signature correctly in apply_fix.py": it was done, wrongly
 _DONE_WRONG = re.compile(r"\b(?:correctly|properly)\b|正确", re.I)
 _QUESTION = re.compile(r"[?？]|吗|\b(?:if|whether)\b", re.I)
@@ -3398,6 +3402,7 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
         text = content_text(m)
         if not text.strip():
             continue
+        previous = ""
         for sentence in split_sentences(windowed(text, 6_000, 4_000)):
             for clause in _clauses(sentence):
                 cross = _cross(claim, clause)
@@ -3420,6 +3425,21 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
                     if not (_QUESTION.search(clause) or _TRYING.search(clause) or _DONE_WRONG.search(clause)):
                         events.append(_Event(index, sentence, False))
                     continue
+                # "I'll split the sorting out of it next", said with no call or command that does it: as the agent
+                # says it, not done yet (the sentence before may name the object: "group_by_customer is 44 lines.
+                # I'll split …"); "I'll try to …" is an attempt under way
+                near = previous + " " + clause
+                if (
+                    m.get("role") == "assistant"
+                    and not (tool_calls_of(m) or "```" in text)
+                    and _PLAN.search(clause)
+                    and not re.search(r"\btry(?:ing)?\s+to\b", clause, re.I)
+                    and concept in hay
+                    and not _QUESTION.search(clause)
+                    and _overlap(objects, set(_hay(near)) | key_terms(near)) >= MATCH
+                ):
+                    events.append(_Event(index, sentence, False))
+                    continue
                 if not objects or share < (1.0 if len(objects) == 1 else MATCH):
                     continue
                 claimed = _claim_concepts(clause)
@@ -3438,6 +3458,7 @@ def _events(messages: Sequence[dict[str, Any]], claim: str, concept: str) -> lis
                     and names_amounts(text)
                 ):
                     events.append(_Event(index, sentence, True))  # the assistant states it, in other words
+            previous = sentence
     for index, call, result in _calls(messages):
         hay = set(_hay(call)) | key_terms(call[:2_000])
         objects = bridge if _cross(claim, call) else own | bridge

@@ -709,6 +709,31 @@ class TestProgressClaims:
         clean = [*MIGRATION_ZH[:2], result("c1", "migration 0057_split_orders applied (12 rows)")]
         assert [f for f in check_drift(clean, "- No errors were encountered.") if f.code == "errors_denied"] == []
 
+    def test_the_next_step_the_agent_announced_claimed_as_done(self) -> None:
+        """A real 1.5B answer: "The agent had split the sorting out of `group_by_customer`." when the agent's last
+        word on it was "I'll split the sorting out of it next" (after the write that put the function in the file)."""
+        messages = [
+            call(
+                "c1", "write_file", {"path": "export/invoice_writer.py", "content": "def group_by_customer(rows): ..."}
+            ),
+            result("c1", "wrote 90 lines to export/invoice_writer.py"),
+            assistant("group_by_customer is 44 lines, over the 40-line limit. I'll split the sorting out of it next."),
+            user("Sounds good. Don't commit yet, I want to look at the diff first."),
+        ]
+        line = "- The agent had split the sorting out of `group_by_customer`."
+        found = [f for f in check_drift(messages, line) if f.kind == "progress_fabricated"]
+        assert [(f.code, f.source_index) for f in found] == [("progress_contradicted", 2)]
+        # announced with the call that does it, or as an attempt: no evidence against the claim
+        doing = {
+            **messages[2],
+            "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "edit_file", "arguments": "{}"}}],
+        }
+        for said in (doing, assistant("group_by_customer is 44 lines. I'll try to split the sorting out of it.")):
+            found = [
+                f for f in check_drift([*messages[:2], said, messages[3]], line) if f.code == "progress_contradicted"
+            ]
+            assert found == [], said
+
     def test_a_failure_that_kept_it_from_being_done_claims_nothing(self) -> None:
         """A real 1.5B answer: "The migration failed with a lock timeout, preventing it from being applied." """
         line = "- The migration failed with a lock timeout, preventing it from being applied."
