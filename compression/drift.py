@@ -1369,12 +1369,20 @@ def _command_kept(command: str, text: str) -> bool:
 
 
 def _limit_numbers(text: str) -> set[str]:
-    """The numbers of a limit ("≤ 40 lines", "最多重试三次": 3), as :func:`bridge_terms` writes them."""
-    if not (
-        _BOUND.search(text) or _STANDING.search(text) or re.search(r"最多|不超过|以内|上限|at\s+most|no\s+more", text)
-    ):
+    """The numbers of a limit ("≤ 40 lines", "最多重试三次": 3), as :func:`bridge_terms` writes them: those of the
+    clauses that set it ("Hold on with the real run, let me ask finance … for 10 minutes" sets no limit of 10)."""
+
+    def sets_limit(clause: str) -> bool:
+        return bool(
+            _BOUND.search(clause)
+            or _STANDING.search(clause)
+            or re.search(r"最多|不超过|以内|上限|at\s+most|no\s+more", clause)
+        )
+
+    if not sets_limit(text):
         return set()
-    return {t for t in bridge_terms(text) if t.replace(".", "").isdigit()}
+    limits = [c for c in _clauses(text) if sets_limit(c)] or [text]
+    return {t for c in limits for t in bridge_terms(c) if t.replace(".", "").isdigit()}
 
 
 def _check_standing(c: _Statement, prose: list[_Statement], summary: str) -> DriftFinding | None:

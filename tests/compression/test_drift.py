@@ -874,6 +874,18 @@ class TestProgressClaims:
 
 
 class TestStandingInstructions:
+    def test_a_number_in_the_reason_for_a_hold_is_no_limit(self) -> None:
+        """A real 1.5B answer kept "Hold on with the real run, let me ask finance first whether they can pause
+        reports for 10 minutes" as "hold on with the real run while waiting for finance's approval"."""
+        hold = "Hold on with the real run, let me ask finance first whether they can pause reports for 10 minutes."
+        messages = [user(hold)]
+        kept = "- The user instructed to hold on with the real run while waiting for finance's approval."
+        assert [f.code for f in check_drift(messages, kept) if f.severity != "low"] == []
+        assert "not_restated" in [f.code for f in check_drift(messages, "- The dry run looked right.")]
+        # a number in the clause that sets the limit is still the limit's
+        limit = [user("Run pytest after every change, at most 3 retries.")]
+        assert "limit_dropped" in [f.code for f in check_drift(limit, "- Run pytest after every change.")]
+
     RULES_EN = [user("Run `pytest tests/export -q` after every change. Keep each function ≤ 40 lines.")]
     RULES_ZH = [user("每次改完都跑一下 `pytest tests/billing -q`，把结果贴给我。健康检查失败的话最多重试三次。")]
 
