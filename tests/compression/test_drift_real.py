@@ -24,13 +24,12 @@ TARGET_RECALL = 0.80
 #: at most this many faithful summaries with a false alarm, per 20
 TARGET_ALARMS_PER_20 = 1.0
 #: what the detector reaches where it falls short of a target: (split, measure) -> floor (recall) or
-#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 165
-#: labelled answers (75 dev, 90 held-out; rounds 3 to 11 labelled blind by helpers who ran no detector):
-#: dev en 272/324 = 0.84, zh 151/166 = 0.91; held-out en 275/353 = 0.78, zh 160/195 = 0.82; 39 of 503
-#: held-out faithful items with a false alarm (1.55 per 20); the one held-out answer that is faithful
+#: ceiling (alarms per 20); a measure not listed must meet its target. Measured on 2026-12-04 over 188
+#: labelled answers (91 dev, 97 held-out; rounds 3 to 14 labelled blind by helpers who ran no detector):
+#: dev en 353/417 = 0.85, zh 157/173 = 0.91; held-out en 312/407 = 0.77, zh 161/195 = 0.83; 42 of 548
+#: held-out faithful items with a false alarm (1.53 per 20); the one held-out answer that is faithful
 #: throughout (round 7) has a false alarm. Held-out English recall and both alarm targets are not met; their
-#: floor and ceilings sit at or a little past what is measured, so a regression fails. Dev English fell from
-#: 0.87 when round 10 (9 fresh answers, 63/84 before any change) joined it.
+#: floor and ceilings sit at or a little past what is measured, so a regression fails.
 FLOORS: dict[tuple[str, str], float] = {
     ("dev", "recall_en"): 0.83,
     ("dev", "recall_zh"): 0.88,
