@@ -70,7 +70,7 @@ from .facts import (
     windowed,
 )
 from .memo import remember_short
-from .messages import call_arguments, content_text, tool_calls_of
+from .messages import call_arguments, content_text, role_of, tool_calls_of
 from .prompt import PROMPTS
 from .summary_message import is_summary_message, parse_summary_message
 
@@ -2037,36 +2037,40 @@ def _error_kept(line: str, body: str, keys: set[str], specific: set[str], summar
     return any(_x_about_text(needle, s) or _overlap(words, set(_hay(s))) >= MATCH for s in lines)
 
 
+def _tool_error_lines(messages: Sequence[dict[str, Any]]) -> Iterator[tuple[int, str]]:
+    """(index, line) for the two most telling error lines of each tool output, in message order."""
+    for index, m in enumerate(messages):
+        if isinstance(m, dict) and m.get("role") == "tool":
+            text = content_text(m)
+            if has_error_hint(text):
+                for line in salient_error_lines(text, limit=2):
+                    yield index, line
+
+
 def _check_tool_errors(messages: Sequence[dict[str, Any]], summary: str) -> list[DriftFinding]:
     """Errors that appear only in tool output ("KeyError: 'currency_code'" in a pytest run) and that the summary
     does not keep (:func:`_error_kept`). A note (low): the pinned facts usually keep them."""
     findings = []
     seen: set[str] = set()
     lines = summary.splitlines()
-    for index, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") != "tool":
+    for index, line in _tool_error_lines(messages):
+        keys = _error_keys(line)
+        specific = keys - {m.group(0) for m in _ERROR_NAME.finditer(line)}
+        if not keys and not _ERROR_WORDS.search(line):
+            continue  # "4 failed, 16 passed", "http_req_failed: 0.10%": counters, no error of their own
+        body = _LOG_STAMP.sub(" ", line)
+        # an error in words only is known by its words
+        names = specific or keys or {" ".join(sorted(key_terms(body)))}
+        if names <= seen or (specific and specific & seen):
             continue
-        text = content_text(m)
-        if not has_error_hint(text):
+        seen |= names
+        if _error_kept(line, body, keys, specific, summary, lines):
             continue
-        for line in salient_error_lines(text, limit=2):
-            keys = _error_keys(line)
-            specific = keys - {m.group(0) for m in _ERROR_NAME.finditer(line)}
-            if not keys and not _ERROR_WORDS.search(line):
-                continue  # "4 failed, 16 passed", "http_req_failed: 0.10%": counters, no error of their own
-            body = _LOG_STAMP.sub(" ", line)
-            # an error in words only is known by its words
-            names = specific or keys or {" ".join(sorted(key_terms(body)))}
-            if names <= seen or (specific and specific & seen):
-                continue
-            seen |= names
-            if _error_kept(line, body, keys, specific, summary, lines):
-                continue
-            findings.append(
-                DriftFinding(
-                    "identifier_missing", "low", {"original": line.strip(), "summary": ""}, index, "tool_error_missing"
-                )
+        findings.append(
+            DriftFinding(
+                "identifier_missing", "low", {"original": line.strip(), "summary": ""}, index, "tool_error_missing"
             )
+        )
     return findings
 
 
@@ -2101,12 +2105,7 @@ def _check_no_errors(messages: Sequence[dict[str, Any]], prose: list[_Statement]
     )
     if claim is None:
         return []
-    errors = [
-        (index, line.strip())
-        for index, m in enumerate(messages)
-        if isinstance(m, dict) and m.get("role") == "tool" and has_error_hint(content_text(m))
-        for line in salient_error_lines(content_text(m), limit=2)
-    ]
+    errors = [(index, line.strip()) for index, line in _tool_error_lines(messages)]
     if not errors:
         return []
     # the latest error that names itself ("LockNotAvailable", "FAILED …") rather than a retry warning
@@ -2526,6 +2525,11 @@ _CALL_SPEAKER = re.compile(
 )
 
 
+def _names_account(name: str, corpus: str) -> bool:
+    """Whether ``name`` is one an account in ``corpus`` is spelled from ("Sofia" of sofia_kim_7287)."""
+    return re.search(rf"\b{re.escape(name.lower())}_\w+_\d+\b", corpus) is not None
+
+
 def _check_call_speaker(prose_text: str, corpus: str) -> list[DriftFinding]:
     """The agent's tool calls put in the user's mouth, as a copied transcript line: "- Sofia: -> calls …" (the
     user by role, or by the name their account is spelled from: "Sofia" of sofia_kim_7287). One finding: a
@@ -2533,7 +2537,7 @@ def _check_call_speaker(prose_text: str, corpus: str) -> list[DriftFinding]:
     for line in prose_text.splitlines():
         speaker = _CALL_SPEAKER.search(line)
         who = speaker.group("who").strip() if speaker else ""
-        if who.upper() in ("USER", "用户") or (who.isalpha() and re.search(rf"\b{who.lower()}_\w+_\d+\b", corpus)):
+        if who.upper() in ("USER", "用户") or (who.isalpha() and _names_account(who, corpus)):
             evidence = {"original": "", "summary": line.strip()}
             return [DriftFinding("wrong_attribution", "medium", evidence, None, "wrong_speaker")]
     return []
@@ -2571,6 +2575,7 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
     # a call names what its whole result is about: the error in ``sed -n 1,80p constraints.py``'s output is there
     calls = [(call, result) for _, call, result in _calls(messages) if result]
     units: list[_Passage] | None = None
+    users: list[str] | None = None
     findings = []
     for raw in prose_text.splitlines():
         line = raw.strip()
@@ -2649,24 +2654,19 @@ def _check_placement(messages: Sequence[dict[str, Any]], prose_text: str) -> lis
             or any(
                 re.search(rf"\b{name}\b(?:\s+[A-Z][\w-]*)?\s+" + _LOOKED_UP, line)
                 for name in set(re.findall(r"\b([A-Z][a-z]{2,})\b", line))
-                if re.search(rf"\b{name.lower()}_\w+_\d+\b", corpus)
+                if _names_account(name, corpus)
             )
         )
-        if looked and not any(
-            _FIRST_PERSON_LOOKED.search(content_text(m))
-            for m in messages
-            if isinstance(m, dict) and m.get("role") == "user"
-        ):
-            findings.append(
-                DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
-            )
-        did = _USER_DID.search(line)
-        if did:
-            users = [content_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-            if not any(_FIRST_PERSON_DID.search(u) for u in users):
-                findings.append(
-                    DriftFinding("wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not")
-                )
+        # the user did it, in the summary's words, when no user turn says "I did" / "I checked"
+        for said, first_person in ((looked, _FIRST_PERSON_LOOKED), (_USER_DID.search(line), _FIRST_PERSON_DID)):
+            if said:
+                users = users if users is not None else [content_text(m) for m in messages if role_of(m) == "user"]
+                if not any(first_person.search(u) for u in users):
+                    findings.append(
+                        DriftFinding(
+                            "wrong_attribution", "medium", {"original": "", "summary": line}, None, "user_did_not"
+                        )
+                    )
     return findings
 
 
