@@ -5,7 +5,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY compression compression
 COPY console console
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir ./compression .
 COPY . .
 RUN DEBUG=false SECRET_KEY=build-only python manage.py collectstatic --no-input \
  && DEBUG=false SECRET_KEY=build-only python manage.py compilemessages -l zh_Hans --ignore=.venv

@@ -10,11 +10,11 @@ STAMP := $(VENV)/.installed
 # PYTHONDONTWRITEBYTECODE every test process would otherwise compile Django, Celery and the rest again).
 # uv trusts the system's certificates (a proxy's own CA) but reads no pip.conf: where it cannot install
 # (an index or wheel folder only pip is told about), pip does.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml compression/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade uv
-	UV_SYSTEM_CERTS=1 $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[test]' \
-	  || $(BIN)/pip install --quiet -e '.[test]'
+	UV_SYSTEM_CERTS=1 $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ./compression -e '.[test]' \
+	  || $(BIN)/pip install --quiet -e ./compression -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -32,8 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agent_compression import CompressionConfig, Compressor  # noqa: E402
 from bench.speed import make_session  # noqa: E402
-from compression import CompressionConfig, Compressor  # noqa: E402
 
 
 def settings_use_redis(env: dict[str, str]) -> bool:

@@ -27,8 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agent_compression.drift import DRIFT_KINDS  # noqa: E402
 from bench.pages import start_django, throwaway_database, time_page  # noqa: E402
-from compression.drift import DRIFT_KINDS  # noqa: E402
 
 CHANNELS = ["wechat"] * 5 + ["slack"] * 2 + ["telegram", "cli", "api"]
 SUMMARIZERS = [

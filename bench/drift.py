@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compression.drift import DRIFT_KINDS, DriftFinding, check_drift  # noqa: E402
+from agent_compression.drift import DRIFT_KINDS, DriftFinding, check_drift  # noqa: E402
 
 CORPUS = ROOT / "bench" / "data" / "drift_pairs.jsonl"
 ALARM = ("high", "medium")

@@ -25,9 +25,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from compression import CompressionConfig, Compressor, validate_messages
-from compression.boundaries import SUMMARY_OVERHEAD_TOKENS, fixed_part_tokens
-from compression.pipeline import MIN_SUMMARY_TOKENS
+from agent_compression import CompressionConfig, Compressor, validate_messages
+from agent_compression.boundaries import SUMMARY_OVERHEAD_TOKENS, fixed_part_tokens
+from agent_compression.pipeline import MIN_SUMMARY_TOKENS
 
 FLAGGED = {"fixed_part_over_trigger", "still_over_threshold", "no_token_savings", "nothing_to_compress"}
 

@@ -46,11 +46,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from agent_compression import CompressionConfig, Compressor, OpenAISummarizer, check_drift  # noqa: E402
+from agent_compression.facts import PINNED_HEADING, render_fact  # noqa: E402
+from agent_compression.prompt import PROMPT_VERSION, detect_language  # noqa: E402
+from agent_compression.session_file import load_session  # noqa: E402
 from bench.retention import _norm, real_probes  # noqa: E402
-from compression import CompressionConfig, Compressor, OpenAISummarizer, check_drift  # noqa: E402
-from compression.facts import PINNED_HEADING, render_fact  # noqa: E402
-from compression.prompt import PROMPT_VERSION, detect_language  # noqa: E402
-from compression.session_file import load_session  # noqa: E402
 
 FILES = ROOT / "bench" / "model_files.json"
 SESSIONS = ROOT / "bench" / "data" / "sessions"

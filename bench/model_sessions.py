@@ -17,7 +17,7 @@ mid-run. What a reader of the compressed history needs is listed in the session'
 ``metadata.facts`` (kind, probe text, message index): ``bench/model.py`` checks the probes against
 the summary. The facts were written with the sessions, before any model summarized them.
 
-Each file is a session object ``{"key", "metadata", "messages"}`` (``compression.session_file`` reads it).
+Each file is a session object ``{"key", "metadata", "messages"}`` (``agent_compression.session_file`` reads it).
 """
 
 from __future__ import annotations
@@ -1343,7 +1343,7 @@ BUILDERS = [en_coding, en_ops, en_support, zh_coding, zh_ops, zh_support]
 
 
 def main() -> None:
-    from compression import count_tokens
+    from agent_compression import count_tokens
 
     total = 0
     for build in BUILDERS:

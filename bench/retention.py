@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compression import CompressionConfig, Compressor, ExtractiveSummarizer, check_drift, count_tokens
+from agent_compression import CompressionConfig, Compressor, ExtractiveSummarizer, check_drift, count_tokens
 
 Message = dict[str, Any]
 Rng = random.Random

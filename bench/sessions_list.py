@@ -77,8 +77,8 @@ def build(n_sessions: int, seed: int = 11) -> dict[str, Any]:
     from django.db import transaction
     from django.utils import timezone
 
-    from compression.messages import message_sha256
-    from compression.tokens import count_tokens
+    from agent_compression.messages import message_sha256
+    from agent_compression.tokens import count_tokens
     from console.masking import mask_text
     from console.models import (
         Archive,

@@ -28,8 +28,8 @@ import random
 import time
 from typing import Any
 
-from compression import CompressionConfig, Compressor, ExtractiveSummarizer
-from compression.tokens import TokenCounter, _encoding
+from agent_compression import CompressionConfig, Compressor, ExtractiveSummarizer
+from agent_compression.tokens import TokenCounter, _encoding
 
 CODE_LINE = "    result = process_batch(rows[{i}:{j}], retries=3)  # handle chunk {i}\n"
 LOG_LINE = "2026-11-28T10:{m:02d}:{s:02d} INFO export worker {i}: wrote {n} rows to s3://bucket/export/{i}.csv\n"

@@ -22,10 +22,10 @@ import nh3
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from compression.assemble import is_inserted_message
-from compression.messages import call_arguments, call_name, content_text
-from compression.summary_message import is_summary_message
-from compression.validate import LOST_RESULT
+from agent_compression.assemble import is_inserted_message
+from agent_compression.messages import call_arguments, call_name, content_text
+from agent_compression.summary_message import is_summary_message
+from agent_compression.validate import LOST_RESULT
 
 from .masking import REVEAL_PERMISSION, cut, for_page, may_reveal
 

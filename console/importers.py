@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compression.session_file import InputError, load_session
+from agent_compression.session_file import InputError, load_session
 
 from .errors import InvalidInput
 from .services.sessions import ImportedSession

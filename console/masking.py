@@ -15,7 +15,7 @@
   holds a secret keeps a masked copy (``Session.masked_key``); readers without reveal search only
   those, so a search cannot confirm a secret the page hides (:func:`key_search`).
 
-Secrets are masked by the library (``compression.secrets.mask_secrets``), called from
+Secrets are masked by the library (``agent_compression.secrets.mask_secrets``), called from
 :func:`mask_text` only, so the placeholder key (derived from ``SECRET_KEY``) is passed in one place.
 """
 
@@ -36,7 +36,7 @@ from django.utils.functional import Promise
 from django.utils.safestring import SafeData
 from ninja.renderers import JSONRenderer
 
-from compression.secrets import mask_secrets
+from agent_compression.secrets import mask_secrets
 
 from .roles import REVEAL as REVEAL_PERMISSION
 

@@ -19,11 +19,11 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from compression import SUMMARY_MARKER
-from compression import Archive as PipelineArchive
-from compression.messages import content_text, message_sha256
-from compression.summary_message import parse_summary_message
-from compression.tokens import count_tokens
+from agent_compression import SUMMARY_MARKER
+from agent_compression import Archive as PipelineArchive
+from agent_compression.messages import content_text, message_sha256
+from agent_compression.summary_message import parse_summary_message
+from agent_compression.tokens import count_tokens
 
 from .errors import ArchiveCorrupted
 from .masking import mask_text, masked_key

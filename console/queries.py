@@ -19,7 +19,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
-from compression.drift import DRIFT_KINDS
+from agent_compression.drift import DRIFT_KINDS
 
 from .masking import key_search
 from .models import AuditEvent, CompressionRun, DriftCase, Message, Notification, Session, SessionEntry

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compression.session_file import load_session
+from agent_compression.session_file import load_session
 
 SAMPLES = Path(__file__).resolve().parents[1] / "console" / "demo" / "sessions"
 CODING = "coding_export_job.json"

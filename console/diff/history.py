@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from compression.messages import message_sha256
-from compression.summary_message import ACKNOWLEDGEMENT, BRIDGE
-from compression.validate import CONTINUED_PLACEHOLDER, LOST_RESULT, NO_REPLY_PLACEHOLDER
+from agent_compression.messages import message_sha256
+from agent_compression.summary_message import ACKNOWLEDGEMENT, BRIDGE
+from agent_compression.validate import CONTINUED_PLACEHOLDER, LOST_RESULT, NO_REPLY_PLACEHOLDER
 
 # --------------------------------------------------------------------------- alignment of two histories
 

@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from compression import check_drift
-from compression.drift import DRIFT_KINDS
+from agent_compression import check_drift
+from agent_compression.drift import DRIFT_KINDS
 
 from ..audit import audit
 from ..errors import Conflict, InvalidInput, NotFound, ServiceError

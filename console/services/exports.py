@@ -14,7 +14,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.utils import timezone
 
-from compression.messages import message_sha256
+from agent_compression.messages import message_sha256
 
 from ..audit import audit
 from ..errors import ArchiveCorrupted, NotFound

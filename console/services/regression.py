@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from compression import CompressionConfig, Compressor, check_drift
+from agent_compression import CompressionConfig, Compressor, check_drift
 
 from ..errors import ArchiveCorrupted
 from ..masking import mask_value, placeholder_key

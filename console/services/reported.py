@@ -7,8 +7,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from compression.messages import messages_sha256
-from compression.summary_message import parse_summary_message
+from agent_compression.messages import messages_sha256
+from agent_compression.summary_message import parse_summary_message
 
 from ..audit import audit, person
 from ..errors import InvalidInput

@@ -25,9 +25,9 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from compression import Archive as PipelineArchive
-from compression import CompressionConfig, CompressionResult, CompressionWarning, Compressor, ThrashState
-from compression.pipeline import DEGRADED_CODES
+from agent_compression import Archive as PipelineArchive
+from agent_compression import CompressionConfig, CompressionResult, CompressionWarning, Compressor, ThrashState
+from agent_compression.pipeline import DEGRADED_CODES
 
 from ..audit import audit, person
 from ..errors import InvalidInput, ServiceError, TooManyWaiters

@@ -14,8 +14,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from compression import Compressor, count_tokens, render_summary_message
-from compression.summary_message import SummaryHeader, summary_history_range
+from agent_compression import Compressor, count_tokens, render_summary_message
+from agent_compression.summary_message import SummaryHeader, summary_history_range
 
 from ..audit import audit, person
 from ..errors import Conflict, NotFound

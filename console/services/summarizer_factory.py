@@ -6,9 +6,9 @@ import time
 
 from django.conf import settings
 
-from compression import ExtractiveSummarizer, OpenAISummarizer, Summarizer
-from compression.extractive import EXTRACTIVE_VERSION
-from compression.prompt import PROMPT_VERSION
+from agent_compression import ExtractiveSummarizer, OpenAISummarizer, Summarizer
+from agent_compression.extractive import EXTRACTIVE_VERSION
+from agent_compression.prompt import PROMPT_VERSION
 
 from ..errors import InvalidInput
 from ..models import SummarizerCooldown

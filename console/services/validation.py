@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import replace
 from typing import Any
 
-from compression import CompressionConfig, validate_messages
+from agent_compression import CompressionConfig, validate_messages
 
 from ..errors import InvalidInput, NotFound
 from ..masking import placeholder_key

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
-from compression.messages import content_text
+from agent_compression.messages import content_text
 
 from .. import audit
 from ..display import mask_unless_revealed

@@ -2,8 +2,8 @@
 
 Pages never show a code where a word exists: a stage, a stage's count, a warning, a drift finding's
 kind and detail, a fact's kind, a severity, a status. Keys come from the library's own constants
-(``compression.pipeline.STAGES`` and ``WARNING_CODES``, ``compression.drift.DRIFT_KINDS`` and
-``DETAILS``, ``compression.facts.FACT_KINDS``), so ``tests/console/test_labels.py`` fails when the
+(``agent_compression.pipeline.STAGES`` and ``WARNING_CODES``, ``agent_compression.drift.DRIFT_KINDS`` and
+``DETAILS``, ``agent_compression.facts.FACT_KINDS``), so ``tests/console/test_labels.py`` fails when the
 library gains a code this module does not name. An unknown code is shown as it is, never dropped.
 
 Rows stored before the library carried codes are still read: a warning without ``params`` falls back
@@ -18,8 +18,8 @@ from typing import Any
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy, ngettext_lazy, pgettext_lazy
 
-from compression import drift as drift_checks
-from compression.pipeline import STAGES as PIPELINE_STAGES
+from agent_compression import drift as drift_checks
+from agent_compression.pipeline import STAGES as PIPELINE_STAGES
 
 from ..diff import history
 from ..models import CompressionRun, DriftCase
@@ -85,7 +85,7 @@ STAGE_COUNTS_NOT_APPLIED: dict[str, Label] = {
     "tokens_saved": pgettext_lazy("stage count, result not applied", "tokens it would have saved"),
 }
 
-#: a pruned item's ``kind`` (``compression.prune.PrunedItem``)
+#: a pruned item's ``kind`` (``agent_compression.prune.PrunedItem``)
 PRUNED_KINDS: dict[str, Label] = {
     "pruned": gettext_lazy("pruned"),
     "deduplicated": gettext_lazy("deduplicated"),
@@ -146,7 +146,7 @@ TRIGGERS: dict[str, Label] = {
 
 # --------------------------------------------------------------------------- warnings
 
-#: each warning code's sentence, from its ``params`` (``compression.pipeline.CompressionWarning``)
+#: each warning code's sentence, from its ``params`` (``agent_compression.pipeline.CompressionWarning``)
 WARNINGS: dict[str, Label] = {
     "summary_failed": ngettext_lazy(
         "summarizer %(generator)s failed (%(error)s); %(archived)s message archived without a summary",
@@ -224,7 +224,7 @@ def warning_text(warning: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- drift findings and facts
 
-#: a finding's kind (``compression.drift.DRIFT_KINDS``), and "other" for a case opened by hand
+#: a finding's kind (``agent_compression.drift.DRIFT_KINDS``), and "other" for a case opened by hand
 FINDING_KINDS: dict[str, Label] = {
     "constraint_dropped": gettext_lazy("constraint dropped"),
     "constraint_inverted": gettext_lazy("constraint inverted"),
@@ -244,7 +244,7 @@ SEVERITIES: dict[str, Label] = {
     "low": gettext_lazy("low"),
 }
 
-#: what a finding means, by ``DriftFinding.code`` (``compression.drift.DETAILS``)
+#: what a finding means, by ``DriftFinding.code`` (``agent_compression.drift.DETAILS``)
 DETAILS: dict[str, Label] = {
     "negation_missing": gettext_lazy("the summary states the constrained action without its negation"),
     "requirement_negated": gettext_lazy("the summary negates a requirement"),
@@ -304,7 +304,7 @@ def detail_label(finding: Mapping[str, Any]) -> Any:
     return finding.get("detail") or ""
 
 
-#: a pinned fact's kind (``compression.facts.FACT_KINDS``)
+#: a pinned fact's kind (``agent_compression.facts.FACT_KINDS``)
 FACT_KINDS: dict[str, Label] = {
     "constraint": gettext_lazy("constraint"),
     "approval": gettext_lazy("approval"),

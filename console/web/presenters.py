@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from compression.facts import COMPRESSOR_TEXTS, history_indexes, history_position
-from compression.summary_message import is_summary_message
-from compression.types import SUMMARY_MARKER
+from agent_compression.facts import COMPRESSOR_TEXTS, history_indexes, history_position
+from agent_compression.summary_message import is_summary_message
+from agent_compression.types import SUMMARY_MARKER
 
 from ..display import link_references, mask_unless_revealed, render_markdown
 from ..errors import InvalidInput
@@ -250,7 +250,7 @@ def summary_progress_context(summary: Summary) -> dict[str, Any]:
 class References:
     """Where each ``#N`` of a summary of ``archive`` is shown: the archived original it names.
 
-    ``#N`` is a history index (``compression.summary_message``): ``history_position`` places it in this
+    ``#N`` is a history index (``agent_compression.summary_message``): ``history_position`` places it in this
     archive; one that an earlier summary inside the archive stands for (a line carried from an earlier
     compression) is looked up in the session's earlier archives, newest first, so it lands on the
     original itself, never on a wrong message. Messages are loaded once, on the first lookup.

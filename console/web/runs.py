@@ -22,8 +22,8 @@ from django.utils.translation import pgettext
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from compression.messages import call_arguments, call_name, content_text
-from compression.summary_message import parse_summary_message
+from agent_compression.messages import call_arguments, call_name, content_text
+from agent_compression.summary_message import parse_summary_message
 
 from ..diff import history
 from ..diff.words import inline_diff

@@ -20,8 +20,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, reswap, retarget
 
-from compression import CompressionConfig
-from compression.summary_message import parse_summary_message
+from agent_compression import CompressionConfig
+from agent_compression.summary_message import parse_summary_message
 
 from ..display import MessageView, ToolCallView, mask_unless_revealed, may_reveal, message_view
 from ..errors import ServiceError

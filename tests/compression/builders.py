@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compression.types import SummaryOutcome, SummaryRequest
+from agent_compression.types import SummaryOutcome, SummaryRequest
 
 
 def system(text: str = "You are a helpful agent.") -> dict[str, Any]:

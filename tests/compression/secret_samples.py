@@ -1,4 +1,4 @@
-"""One sample per kind of secret ``compression.secrets`` masks, for any test that plants secrets.
+"""One sample per kind of secret ``agent_compression.secrets`` masks, for any test that plants secrets.
 
 Every value is made up. ``SecretSample.text`` holds ``secret`` in the way it shows up in agent
 sessions (prose, shell, JSON, env files); after masking, ``secret`` must be gone and a placeholder

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from compression.archive import Archive
-from compression.messages import messages_sha256
+from agent_compression.archive import Archive
+from agent_compression.messages import messages_sha256
 from tests.compression.builders import assistant, user
 
 

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from compression.assemble import BRIDGE, assemble, render_failure_body
-from compression.facts import pinned_facts_of
-from compression.summary_message import ACKNOWLEDGEMENT, SummaryHeader, is_summary_message
-from compression.types import Fact
-from compression.validate import validate_messages
+from agent_compression.assemble import BRIDGE, assemble, render_failure_body
+from agent_compression.facts import pinned_facts_of
+from agent_compression.summary_message import ACKNOWLEDGEMENT, SummaryHeader, is_summary_message
+from agent_compression.types import Fact
+from agent_compression.validate import validate_messages
 from tests.compression.builders import assistant, system, user
 
 HEADER = SummaryHeader("sum_1", "extractive", None, "2026-01-01T00:00:00+00:00", (2, 9), "ab" * 32)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from compression.boundaries import resolve_boundaries
-from compression.config import CompressionConfig
+from agent_compression.boundaries import resolve_boundaries
+from agent_compression.config import CompressionConfig
 from tests.compression.builders import assistant, call, calls, result, system, user
 
 
@@ -110,8 +110,8 @@ def test_the_head_never_gives_up_the_kept_prefix() -> None:
 
 
 def test_shorten_head_shortens_what_must_stay_in_place_biggest_first() -> None:
-    from compression.boundaries import shorten_head
-    from compression.tokens import default_counter
+    from agent_compression.boundaries import shorten_head
+    from agent_compression.tokens import default_counter
 
     big = "line of output\n" * 2_000
     history = [system(), calls(call("a", "read_file", path="src/a.py")), result("a", big), user("go"), assistant("ok")]

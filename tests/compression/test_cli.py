@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compression.cli import main
-from compression.session_file import InputError, load_session
+from agent_compression.cli import main
+from agent_compression.session_file import InputError, load_session
 from tests.compression.builders import session
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -56,7 +56,7 @@ def test_it_names_the_problem_in_malformed_input(text: str, problem: str) -> Non
 def test_it_exits_2_without_a_traceback_on_bad_input(tmp_path: Path) -> None:
     path = write(tmp_path, "bad.json", "[not json")
     proc = subprocess.run(
-        [sys.executable, "-m", "compression", "compress", path], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "agent_compression", "compress", path], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: invalid JSON") and "Traceback" not in proc.stderr

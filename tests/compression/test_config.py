@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from compression.config import CompressionConfig
+from agent_compression.config import CompressionConfig
 
 
 def test_it_derives_budgets_from_the_window() -> None:

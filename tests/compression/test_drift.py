@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from compression.drift import DriftFinding, check_drift
-from compression.facts import extract_facts
-from compression.summarize import ExtractiveSummarizer
-from compression.types import SummaryRequest
+from agent_compression.drift import DriftFinding, check_drift
+from agent_compression.facts import extract_facts
+from agent_compression.summarize import ExtractiveSummarizer
+from agent_compression.types import SummaryRequest
 from tests.samples import CODING, WECHAT, sample_messages
 
 from .builders import assistant, user
@@ -210,7 +210,7 @@ def test_an_object_said_intact_keeps_the_prohibition_on_changing_it() -> None:
 
 class TestSummaryMessages:
     def test_it_reads_a_whole_summary_message(self) -> None:
-        from compression.summary_message import SummaryHeader, render_summary_message
+        from agent_compression.summary_message import SummaryHeader, render_summary_message
 
         header = SummaryHeader("s1", "openai", "m", "t", (0, 3), None)
         message = render_summary_message(
@@ -219,7 +219,7 @@ class TestSummaryMessages:
         assert kinds(check_drift(ZH, message["content"])) == ["constraint_inverted"]
 
     def test_it_uses_constraints_pinned_in_an_earlier_summary(self) -> None:
-        from compression.summary_message import SummaryHeader, render_summary_message
+        from agent_compression.summary_message import SummaryHeader, render_summary_message
 
         header = SummaryHeader("s0", "extractive", None, "t", (0, 9), None)
         earlier = render_summary_message("## Pinned facts\n- [constraint] 先不要修改部署脚本。", header)
@@ -521,8 +521,8 @@ def test_every_warning_code_and_detail_code_is_listed():
     import re
     from pathlib import Path
 
-    import compression.drift as drift
-    import compression.pipeline as pipeline
+    import agent_compression.drift as drift
+    import agent_compression.pipeline as pipeline
 
     written = set(re.findall(r'CompressionWarning\(\s*"(\w+)"', Path(pipeline.__file__).read_text()))
     assert written == set(pipeline.WARNING_CODES)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from compression.drift import DRIFT_KINDS, DriftFinding, check_drift
+from agent_compression.drift import DRIFT_KINDS, DriftFinding, check_drift
 
 CORPUS = Path(__file__).resolve().parents[2] / "bench" / "data" / "drift_pairs.jsonl"
 TARGET_KINDS = ("constraint_inverted", "constraint_dropped")

@@ -1,14 +1,14 @@
 from __future__ import annotations
 
-from compression.facts import (
+from agent_compression.facts import (
     FactLimits,
     extract_facts,
     find_previous_summary,
     pinned_facts_of,
     render_pinned_facts,
 )
-from compression.summary_message import SummaryHeader, render_summary_message
-from compression.types import Fact
+from agent_compression.summary_message import SummaryHeader, render_summary_message
+from agent_compression.types import Fact
 from tests.samples import CODING, WECHAT, sample_messages
 
 from .builders import assistant, call, calls, user
@@ -222,12 +222,12 @@ class TestPaths:
         assert "tests/billing/test_money.p" not in paths
 
     def test_it_finds_paths_with_chinese_file_names_inside_chinese_text(self) -> None:
-        from compression.facts import find_paths
+        from agent_compression.facts import find_paths
 
         assert find_paths("请看一下 src/billing/发票模板.html 这个文件。") == ["src/billing/发票模板.html"]
         assert find_paths("先不要修改deploy/prod.sh脚本") == ["deploy/prod.sh"]
 
     def test_it_skips_urls_and_fractions(self) -> None:
-        from compression.facts import find_paths
+        from agent_compression.facts import find_paths
 
         assert find_paths("see https://example.com/a/b.html and 3/4 and and/or") == []

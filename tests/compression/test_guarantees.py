@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from compression.config import CompressionConfig
-from compression.facts import PINNED_HEADING
-from compression.pipeline import Compressor
-from compression.summarize import ExtractiveSummarizer, OpenAISummarizer
-from compression.summary_message import is_summary_message
-from compression.types import SummaryOutcome, SummaryRequest
-from compression.validate import validate_messages
+from agent_compression.config import CompressionConfig
+from agent_compression.facts import PINNED_HEADING
+from agent_compression.pipeline import Compressor
+from agent_compression.summarize import ExtractiveSummarizer, OpenAISummarizer
+from agent_compression.summary_message import is_summary_message
+from agent_compression.types import SummaryOutcome, SummaryRequest
+from agent_compression.validate import validate_messages
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from .builders import FakeSummarizer, assistant, call, calls, result, session, system, user

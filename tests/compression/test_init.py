@@ -3,7 +3,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import compression
+import agent_compression
 
 #: the public names, all of them: adding or removing one is a decision made here too, like httpx's test_all
 EXPECTED = [
@@ -54,13 +54,13 @@ EXPECTED = [
 
 
 def test_it_exports_exactly_the_public_contract() -> None:
-    assert compression.__all__ == EXPECTED
+    assert agent_compression.__all__ == EXPECTED
 
 
 def test_it_resolves_every_name_in_all() -> None:
-    for name in compression.__all__:
-        assert getattr(compression, name) is not None, name
-    assert sorted(compression.__all__) == sorted(set(compression.__all__))
+    for name in agent_compression.__all__:
+        assert getattr(agent_compression, name) is not None, name
+    assert sorted(agent_compression.__all__) == sorted(set(agent_compression.__all__))
 
 
 def test_it_never_imports_django_or_openai_on_import() -> None:

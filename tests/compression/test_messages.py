@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from compression.messages import (
+from agent_compression.messages import (
     canonical_json,
     copy_json,
     latest_user_index,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from compression.facts import extract_facts
-from compression.prompt import PROMPT_HASH, PROMPT_VERSION
-from compression.summarize import InMemoryCooldown, OpenAISummarizer
-from compression.types import SummaryOutcome, SummaryRequest
+from agent_compression.facts import extract_facts
+from agent_compression.prompt import PROMPT_HASH, PROMPT_VERSION
+from agent_compression.summarize import InMemoryCooldown, OpenAISummarizer
+from agent_compression.types import SummaryOutcome, SummaryRequest
 from tests.fakes.openai_server import FakeOpenAIServer, closed_port_url
 
 from .builders import assistant, run_async, user

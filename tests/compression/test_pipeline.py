@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from compression.archive import Archive
-from compression.config import CompressionConfig
-from compression.pipeline import STAGES, Compressor, ThrashState
-from compression.summary_message import is_summary_message
-from compression.validate import validate_messages
+from agent_compression.archive import Archive
+from agent_compression.config import CompressionConfig
+from agent_compression.pipeline import STAGES, Compressor, ThrashState
+from agent_compression.summary_message import is_summary_message
+from agent_compression.validate import validate_messages
 from tests.compression.builders import FakeSummarizer, assistant, call, calls, result, run_async, session, system, user
 
 CONFIG = CompressionConfig(context_window_tokens=4_000)
@@ -246,7 +246,7 @@ def test_pruning_alone_compresses_when_everything_left_fits_the_tail() -> None:
 
 
 def texts_encoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from compression import tokens
+    from agent_compression import tokens
 
     seen: list[str] = []
     real = tokens._encode_len
@@ -260,7 +260,7 @@ def texts_encoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_it_uses_the_token_counts_the_caller_has(monkeypatch: pytest.MonkeyPatch) -> None:
-    from compression.tokens import TokenCounter
+    from agent_compression.tokens import TokenCounter
 
     history = session(30)
     counts = TokenCounter().per_message(history)
@@ -277,7 +277,7 @@ def test_it_uses_the_token_counts_the_caller_has(monkeypatch: pytest.MonkeyPatch
 def test_it_tokenizes_each_input_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from collections import Counter
 
-    from compression.tokens import TokenCounter
+    from agent_compression.tokens import TokenCounter
 
     history = session(30)
     encoded = texts_encoded(monkeypatch)
@@ -305,7 +305,7 @@ def test_should_compress_takes_the_callers_counts() -> None:
 
 
 def test_should_compress_after_appends_looks_at_the_appended_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    from compression.tokens import HistoryTally, TokenCounter
+    from agent_compression.tokens import HistoryTally, TokenCounter
 
     c = compressor(context_window_tokens=1_000_000)
     history = session(500)
@@ -326,7 +326,7 @@ def test_should_compress_after_appends_looks_at_the_appended_messages(monkeypatc
 
 
 def test_pruning_alone_with_given_counts_tokenizes_only_the_descriptions(monkeypatch: pytest.MonkeyPatch) -> None:
-    from compression.tokens import TokenCounter
+    from agent_compression.tokens import TokenCounter
 
     history = [system(), user("Read the logs. Do not edit anything."), assistant("On it.")]
     for i in range(4):

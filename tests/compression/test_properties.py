@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from compression.config import CompressionConfig
-from compression.messages import latest_user_index
-from compression.pipeline import Compressor
-from compression.summary_message import BRIDGE, is_summary_message
-from compression.tokens import count_tokens
-from compression.types import SUMMARY_MARKER
-from compression.validate import repair_messages, validate_messages
+from agent_compression.config import CompressionConfig
+from agent_compression.messages import latest_user_index
+from agent_compression.pipeline import Compressor
+from agent_compression.summary_message import BRIDGE, is_summary_message
+from agent_compression.tokens import count_tokens
+from agent_compression.types import SUMMARY_MARKER
+from agent_compression.validate import repair_messages, validate_messages
 from tests.compression.builders import FakeSummarizer
 
 # COMPRESSION_PROPERTY_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast
@@ -178,10 +178,10 @@ def strict_compressor() -> Compressor:
 def must_keep_tokens(history: list[dict[str, Any]]) -> int:
     """What any output holds: the fixed part, the smallest summary message, and the last message with its call
     (and what lies between them: a call is never cut from its results)."""
-    from compression.boundaries import SUMMARY_OVERHEAD_TOKENS, fixed_part_tokens
-    from compression.messages import call_index
-    from compression.pipeline import MIN_SUMMARY_TOKENS
-    from compression.tokens import count_tokens
+    from agent_compression.boundaries import SUMMARY_OVERHEAD_TOKENS, fixed_part_tokens
+    from agent_compression.messages import call_index
+    from agent_compression.pipeline import MIN_SUMMARY_TOKENS
+    from agent_compression.tokens import count_tokens
 
     calls = call_index(history)
     last = len(history) - 1

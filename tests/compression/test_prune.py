@@ -3,8 +3,8 @@ from __future__ import annotations
 import copy
 import json
 
-from compression.config import CompressionConfig
-from compression.prune import DUPLICATE_NOTE, describe_tool_result, prune_tool_outputs, truncate_arguments
+from agent_compression.config import CompressionConfig
+from agent_compression.prune import DUPLICATE_NOTE, describe_tool_result, prune_tool_outputs, truncate_arguments
 from tests.compression.builders import assistant, call, calls, result, user
 
 BIG = "\n".join(f"line {i}: some output text here" for i in range(300))

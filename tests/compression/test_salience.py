@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from compression.config import CompressionConfig
-from compression.extractive import ExtractiveSummarizer
-from compression.facts import (
+from agent_compression.config import CompressionConfig
+from agent_compression.extractive import ExtractiveSummarizer
+from agent_compression.facts import (
     FactLimits,
     extract_facts,
     history_indexes,
@@ -19,15 +19,15 @@ from compression.facts import (
     salient_error_lines,
     shell_written_files,
 )
-from compression.pipeline import Compressor
-from compression.summary_body import finalize_summary
-from compression.summary_message import (
+from agent_compression.pipeline import Compressor
+from agent_compression.summary_body import finalize_summary
+from agent_compression.summary_message import (
     SummaryHeader,
     parse_summary_message,
     render_summary_message,
     summary_history_range,
 )
-from compression.types import Fact, SummaryRequest
+from agent_compression.types import Fact, SummaryRequest
 
 from .builders import assistant, call, calls, result, system, user
 
@@ -362,7 +362,7 @@ class TestNumbering:
 
 
 def test_render_pinned_facts_round_trips_indexes() -> None:
-    from compression.facts import pinned_facts_of
+    from agent_compression.facts import pinned_facts_of
 
     facts = [Fact("constraint", "先不要修改部署脚本", 12), Fact("path", "a/b.py", 40, "assistant")]
     assert [(f.text, f.source_index) for f in pinned_facts_of(render_pinned_facts(facts))] == [
@@ -373,7 +373,7 @@ def test_render_pinned_facts_round_trips_indexes() -> None:
 
 class TestDriftOnKeptUserTurns:
     def test_a_constraint_restated_verbatim_in_a_kept_user_turn_is_not_inverted(self) -> None:
-        from compression import check_drift
+        from agent_compression import check_drift
 
         original = [user("Continue. Stop editing the generated files in build/.")]
         summary = (
@@ -383,7 +383,7 @@ class TestDriftOnKeptUserTurns:
         assert check_drift(original, summary) == []
 
     def test_a_kept_user_limit_is_no_evidence_against_another_limit(self) -> None:
-        from compression import check_drift
+        from agent_compression import check_drift
 
         original = [user("Keep every function under 40 lines."), user("No function may be longer than 40 lines.")]
         summary = (
@@ -395,7 +395,7 @@ class TestDriftOnKeptUserTurns:
 
 
 def test_a_models_segment_is_labelled_with_history_indexes() -> None:
-    from compression.serialize import serialize_segment
+    from agent_compression.serialize import serialize_segment
 
     header = SummaryHeader("sum_1", "extractive", None, "2026-12-01T00:00:00+00:00", (3, 60), None, (3, 59))
     segment = [render_summary_message("## Decisions\n- (#12) kept", header), user("next step"), assistant("done")]
@@ -405,7 +405,7 @@ def test_a_models_segment_is_labelled_with_history_indexes() -> None:
 
 
 def test_history_position_finds_a_message_or_the_summary_standing_for_it() -> None:
-    from compression.facts import history_position
+    from agent_compression.facts import history_position
 
     header = SummaryHeader("sum_1", "extractive", None, "2026-12-01T00:00:00+00:00", (3, 60), None, (3, 59))
     archive = [render_summary_message("body", header), user("next step"), assistant("done")]
@@ -415,7 +415,7 @@ def test_history_position_finds_a_message_or_the_summary_standing_for_it() -> No
 
 
 def test_a_sed_substitution_is_not_a_path() -> None:
-    from compression.facts import find_paths
+    from agent_compression.facts import find_paths
 
     assert find_paths("perl -pi -e 's/old_name/new_name/g' x.py and sed 's/a/b/' src/a/b.py") == ["src/a/b.py"]
 

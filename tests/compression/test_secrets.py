@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from compression.secrets import contains_secret, mask_arguments, mask_messages, mask_secrets, secret_placeholder
+from agent_compression.secrets import contains_secret, mask_arguments, mask_messages, mask_secrets, secret_placeholder
 from tests.compression.secret_samples import SECRET_SAMPLES, SecretSample
 
 OPENAI_KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
@@ -90,7 +90,7 @@ class TestKeyedPlaceholders:
         assert hashlib.sha256(b"hunter2x").hexdigest()[:8] not in placeholder
 
     def test_the_default_is_stable_across_processes(self) -> None:
-        code = "from compression.secrets import mask_secrets; print(mask_secrets('password=hunter2x'))"
+        code = "from agent_compression.secrets import mask_secrets; print(mask_secrets('password=hunter2x'))"
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert out.strip() == mask_secrets("password=hunter2x")
 

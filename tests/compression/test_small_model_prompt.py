@@ -7,11 +7,11 @@ lines copied into the answer. These tests pin what the summarizer does about eac
 
 from __future__ import annotations
 
-from compression.facts import extract_facts
-from compression.openai_summarizer import FREQUENCY_PENALTY, clean_answer
-from compression.prompt import LEGACY_VERSIONS, PROMPT_HASHES, PROMPT_VERSION, build_prompt, detect_language
-from compression.summarize import OpenAISummarizer
-from compression.types import Fact, SummaryRequest
+from agent_compression.facts import extract_facts
+from agent_compression.openai_summarizer import FREQUENCY_PENALTY, clean_answer
+from agent_compression.prompt import LEGACY_VERSIONS, PROMPT_HASHES, PROMPT_VERSION, build_prompt, detect_language
+from agent_compression.summarize import OpenAISummarizer
+from agent_compression.types import Fact, SummaryRequest
 from tests.fakes.openai_server import Behaviour, FakeOpenAIServer
 
 from .builders import assistant, call, calls, result, user

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from compression.facts import extract_facts, find_previous_summary, pinned_facts_of
-from compression.prompt import PROMPT_HASH, PROMPT_VERSION, SYSTEM_TEMPLATE, build_prompt
-from compression.serialize import head_tail, serialize_segment
-from compression.summarize import ExtractiveSummarizer
-from compression.summary_body import HEADINGS_ZH, SECTION_HEADINGS, finalize_summary, session_language
-from compression.summary_message import SummaryHeader, render_summary_message
-from compression.tokens import count_text_tokens
-from compression.types import Fact, SummaryRequest
+from agent_compression.facts import extract_facts, find_previous_summary, pinned_facts_of
+from agent_compression.prompt import PROMPT_HASH, PROMPT_VERSION, SYSTEM_TEMPLATE, build_prompt
+from agent_compression.serialize import head_tail, serialize_segment
+from agent_compression.summarize import ExtractiveSummarizer
+from agent_compression.summary_body import HEADINGS_ZH, SECTION_HEADINGS, finalize_summary, session_language
+from agent_compression.summary_message import SummaryHeader, render_summary_message
+from agent_compression.tokens import count_text_tokens
+from agent_compression.types import Fact, SummaryRequest
 from tests.samples import CODING, WECHAT, sample_messages
 
 from .builders import assistant, call, calls, run_async, user
@@ -203,7 +203,7 @@ class TestPinnedBudget:
 
 class TestThroughThePipeline:
     def test_it_keeps_pinned_facts_across_repeated_compressions(self) -> None:
-        from compression import CompressionConfig, Compressor
+        from agent_compression import CompressionConfig, Compressor
 
         config = CompressionConfig(context_window_tokens=2_000)
         history: list[dict] = [{"role": "system", "content": "agent"}, user("Start the export investigation.")]
@@ -246,7 +246,7 @@ class TestSessionLanguage:
         assert session_language([]) == "en"
 
     def test_a_chinese_summary_merges_into_the_next_one(self) -> None:
-        from compression import CompressionConfig, Compressor
+        from agent_compression import CompressionConfig, Compressor
 
         history = [{"role": "system", "content": "助手"}, user("帮我排查导出任务，先别改部署脚本 deploy/prod.sh。")]
         texts = []
@@ -271,7 +271,7 @@ class TestSessionLanguage:
 
 def test_the_extractive_summarizer_reports_the_tokens_it_read() -> None:
     """Provenance said "Tokens 0 → 459" for every extractive summary: it reads the whole segment."""
-    from compression import CompressionConfig, Compressor
+    from agent_compression import CompressionConfig, Compressor
 
     history: list[dict] = [{"role": "system", "content": "agent"}, user("Start the export investigation.")]
     for i in range(30):

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compression import tokens
-from compression.tokens import (
+from agent_compression import tokens
+from agent_compression.tokens import (
     MESSAGE_OVERHEAD,
     HistoryTally,
     TokenCounter,

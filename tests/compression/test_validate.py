@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from compression.validate import LOST_RESULT, NO_REPLY_PLACEHOLDER, repair_messages, validate_messages
+from agent_compression.validate import LOST_RESULT, NO_REPLY_PLACEHOLDER, repair_messages, validate_messages
 from tests.compression.builders import assistant, call, calls, result, system, user
 
 

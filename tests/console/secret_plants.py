@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from compression import secrets
+from agent_compression import secrets
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client, override_settings
 
-from compression import validate_messages
+from agent_compression import validate_messages
 from console.apikeys import create_api_key
 from console.celery import tasks_inline
 from console.models import ApiKey, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
@@ -409,7 +409,7 @@ def test_promote_is_409_when_the_old_summary_left_the_live_history(operator, com
 @pytest.mark.django_db
 def test_report_stores_an_in_process_compression(operator):
     original = sample_messages()
-    from compression import CompressionConfig, Compressor
+    from agent_compression import CompressionConfig, Compressor
 
     result = Compressor(CompressionConfig(context_window_tokens=4000)).compress(original)
     operator.post("/sessions", {"key": "rt:1", "messages": original})

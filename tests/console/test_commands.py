@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from compression.messages import message_sha256
+from agent_compression.messages import message_sha256
 from console.models import ApiKey, Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from console.services.runs import execute_run, queue_run
 from console.services.sessions import ImportedSession, create_session

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compression import CompressionConfig, CompressionResult, Compressor
-from compression.messages import content_text, message_sha256
-from compression.prune import DUPLICATE_NOTE
-from compression.summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message
-from compression.validate import LOST_RESULT
+from agent_compression import CompressionConfig, CompressionResult, Compressor
+from agent_compression.messages import content_text, message_sha256
+from agent_compression.prune import DUPLICATE_NOTE
+from agent_compression.summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message
+from agent_compression.validate import LOST_RESULT
 from console.diff import history
 from console.diff.history import (
     ACKNOWLEDGEMENT_KEY,

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from django.utils import translation
 
-from compression import CompressionConfig, Compressor
-from compression import drift as drift_checks
-from compression.facts import FACT_KINDS
-from compression.pipeline import STAGES, WARNING_CODES, CompressionWarning, ThrashState
-from compression.prune import PruneResult
+from agent_compression import CompressionConfig, Compressor
+from agent_compression import drift as drift_checks
+from agent_compression.facts import FACT_KINDS
+from agent_compression.pipeline import STAGES, WARNING_CODES, CompressionWarning, ThrashState
+from agent_compression.prune import PruneResult
 from console.web import labels
 from tests.compression.builders import FakeSummarizer, assistant, session, user
 

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from compression.messages import messages_sha256
-from compression.prompt import PROMPT_VERSION
+from agent_compression.messages import messages_sha256
+from agent_compression.prompt import PROMPT_VERSION
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, Summary
 from console.services.drift import check_summary_drift
 from console.services.sessions import ImportedSession, create_session

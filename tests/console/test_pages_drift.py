@@ -429,7 +429,7 @@ def test_it_refuses_bad_input_to_open_a_case_and_writes_nothing(as_operator, act
 def test_every_detail_the_detector_writes_has_a_translation():
     from pathlib import Path
 
-    from compression import check_drift
+    from agent_compression import check_drift
     from console.web.labels import DETAILS
 
     corpus = Path(__file__).resolve().parents[2] / "bench" / "data" / "drift_pairs.jsonl"

@@ -8,7 +8,7 @@ from datetime import UTC
 import pytest
 from django.contrib.auth.models import User
 
-from compression.summary_message import parse_summary_message
+from agent_compression.summary_message import parse_summary_message
 from console.models import Archive, AuditEvent, Message, Session, Summary
 from console.services.drift import check_summary_drift
 from console.services.summaries import (

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from compression import ExtractiveSummarizer
+from agent_compression import ExtractiveSummarizer
 from console.masking import mask_text
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, Summary
 from console.services import runs

@@ -12,7 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from compression.summary_message import SummaryHeader, render_summary_message
+from agent_compression.summary_message import SummaryHeader, render_summary_message
 from console import queries as views
 from console.celery import tasks_inline
 from console.errors import InvalidInput

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from compression.summary_message import parse_summary_message
+from agent_compression.summary_message import parse_summary_message
 from console.models import Archive, AuditEvent, Message, Session, Summary
 from console.services import reported
 from console.services.drift import check_summary_drift

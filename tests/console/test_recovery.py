@@ -17,8 +17,8 @@ from django.urls import reverse
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from compression import OpenAISummarizer
-from compression.types import SummaryRequest
+from agent_compression import OpenAISummarizer
+from agent_compression.types import SummaryRequest
 from console.celery import tasks_inline
 from console.models import Archive, CompressionRun, SummarizerCooldown, Summary
 from console.services import runs, summaries

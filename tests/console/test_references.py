@@ -9,8 +9,8 @@ from html import unescape
 import pytest
 from django.test import Client
 
-from compression.facts import history_indexes
-from compression.messages import content_text
+from agent_compression.facts import history_indexes
+from agent_compression.messages import content_text
 from console.display import link_references, mask_unless_revealed, render_markdown
 from console.models import Archive, CompressionRun, DriftCase, Message, Summary, searchable_text
 from console.services.sessions import append_messages

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from compression import check_drift
+from agent_compression import check_drift
 from console.importers import read_session_file
 from console.models import Archive, AuditEvent, DriftCase, Message, Summary
 from console.services.drift import check_summary_drift

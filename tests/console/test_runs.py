@@ -17,9 +17,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from compression import ExtractiveSummarizer, count_tokens, validate_messages
-from compression.messages import message_sha256, messages_sha256
-from compression.types import SummaryOutcome, SummaryRequest
+from agent_compression import ExtractiveSummarizer, count_tokens, validate_messages
+from agent_compression.messages import message_sha256, messages_sha256
+from agent_compression.types import SummaryOutcome, SummaryRequest
 from console.celery import tasks_inline
 from console.errors import ArchiveCorrupted, InvalidInput
 from console.models import Archive, CompressionRun, Message, Session, SummarizerCooldown, Summary
@@ -574,7 +574,7 @@ def test_it_refuses_to_use_an_archive_whose_originals_were_altered():
 
 
 def test_summaries_use_the_pages_placeholders_and_hold_no_raw_secret():
-    from compression.secrets import mask_secrets
+    from agent_compression.secrets import mask_secrets
     from console.display import mask_unless_revealed
     from console.masking import placeholder_key
     from console.services.sessions import ImportedSession, create_session

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from compression import tokens
+from agent_compression import tokens
 from console.models import CompressionRun, Message
 from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import SMALL_WINDOW, compress_now

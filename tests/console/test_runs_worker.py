@@ -20,9 +20,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from compression import validate_messages
-from compression.messages import message_sha256, messages_sha256
-from compression.prompt import PROMPT_VERSION
+from agent_compression import validate_messages
+from agent_compression.messages import message_sha256, messages_sha256
+from agent_compression.prompt import PROMPT_VERSION
 from console.importers import read_session_file
 from console.models import Archive, AuditEvent, CompressionRun, Message, Session, SummarizerCooldown, Summary
 from console.services import runs

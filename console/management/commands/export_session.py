@@ -19,7 +19,7 @@ string (keys included), as the API and the pages show them; --reveal exports the
 and writes an audit event. A masked message no longer hashes to its key.
 
 Messages are stored once and referred to by key (the sha256 of the message's canonical
-JSON, compression.messages.message_sha256), so the export is compact:
+JSON, agent_compression.messages.message_sha256), so the export is compact:
 
   format, format_version   "{FORMAT}", {FORMAT_VERSION}
   session                  key, channel, status, metadata, version, message_count,

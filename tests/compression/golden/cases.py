@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from compression import CompressionConfig, CompressionResult, Compressor, ExtractiveSummarizer
-from compression.types import Summarizer
+from agent_compression import CompressionConfig, CompressionResult, Compressor, ExtractiveSummarizer
+from agent_compression.types import Summarizer
 from tests.compression.builders import FakeSummarizer
 from tests.samples import CODING, WECHAT, load_sample
 
@@ -76,7 +76,7 @@ def pinned() -> Iterator[None]:
         def now(cls, tz: Any = None) -> Clock:  # type: ignore[override]
             return cls.fromtimestamp(FIXED_NOW.timestamp(), tz)
 
-    with mock.patch("compression.pipeline.datetime", Clock), mock.patch("uuid.uuid4", return_value=FIXED_UUID):
+    with mock.patch("agent_compression.pipeline.datetime", Clock), mock.patch("uuid.uuid4", return_value=FIXED_UUID):
         yield
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from compression import CompressionConfig, Compressor, ExtractiveSummarizer, validate_messages
-from compression.summary_message import is_summary_message, parse_summary_message
+from agent_compression import CompressionConfig, Compressor, ExtractiveSummarizer, validate_messages
+from agent_compression.summary_message import is_summary_message, parse_summary_message
 from tests.compression.builders import FakeSummarizer
 from tests.samples import SAMPLES
 from tests.samples import load_sample as load

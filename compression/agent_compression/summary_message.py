@@ -11,7 +11,7 @@ every ``#N`` in the body and every pinned fact's ``(#N)`` uses that same numberi
 carried from an earlier summary. ``Archived messages S-E`` names the range in the input of the
 compression that wrote it (the archive's own ``start``/``end``); for a first compression both agree.
 A reader maps ``#N`` to an archived original as offset ``N - A`` into the archive when the archive
-holds no earlier summary; in general with :func:`compression.facts.history_position` (the archive's
+holds no earlier summary; in general with :func:`agent_compression.facts.history_position` (the archive's
 messages, ``N``, the archive's ``start``), which also finds the earlier summary standing for ``N``.
 """
 

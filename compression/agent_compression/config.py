@@ -44,7 +44,7 @@ class CompressionConfig:
     #: after this many consecutive compressions that stay over the trigger, stop compressing automatically
     max_ineffective_compressions: int = 2
     #: HMAC key of the ``[secret:...]`` placeholders in facts, summaries and summarizer prompts (see
-    #: :mod:`compression.secrets`); give a private one. Never in ``to_dict`` and refused by ``from_dict``,
+    #: :mod:`agent_compression.secrets`); give a private one. Never in ``to_dict`` and refused by ``from_dict``,
     #: so it is not stored with a run's config nor set from a request.
     secret_mask_key: str | bytes | None = field(default=None, repr=False, compare=False)
 

@@ -1,4 +1,4 @@
-"""``python -m compression compress FILE``: run the pipeline from the shell.
+"""``python -m agent_compression compress FILE``: run the pipeline from the shell.
 
 Reads a JSON array of chat messages, or an echo-agent JSONL session file
 (a metadata line, then one message per line). Prints the result JSON on
@@ -23,7 +23,7 @@ from .types import Summarizer
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m compression", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m agent_compression", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compress", help="compress a session file and print the result JSON")
     c.add_argument("file", help="JSON array or echo-agent JSONL session file ('-' for stdin)")

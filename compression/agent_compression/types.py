@@ -23,10 +23,10 @@ class Fact:
     kind: constraint | approval | path | identifier | error | command | decision
     source_index: the message's *history index*: its position in the session's full history as if it
     had never been compressed (for a first compression, the index in the history given to
-    ``compress``; see :func:`compression.facts.history_indexes`). Facts carried from an earlier
+    ``compress``; see :func:`agent_compression.facts.history_indexes`). Facts carried from an earlier
     summary keep the index written there; ``None`` only when none is known.
     rank: how strongly the fact was established, used to choose what a cap keeps (for paths,
-    :data:`compression.facts.PATH_RANKS`: edited > named by the user > read > listed); not serialized.
+    :data:`agent_compression.facts.PATH_RANKS`: edited > named by the user > read > listed); not serialized.
     """
 
     kind: str

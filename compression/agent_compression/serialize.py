@@ -1,7 +1,7 @@
 """Compact text form of a segment, for a model summarizer's input.
 
 Every entry is labelled ``#N`` with its history index (the one numbering of summaries and facts,
-see :func:`compression.facts.history_indexes`); an earlier summary is labelled with the range it
+see :func:`agent_compression.facts.history_indexes`); an earlier summary is labelled with the range it
 stands for. User turns are numbered, tool calls appear by name with short arguments,
 tool results are abbreviated, long content becomes head + tail with an
 ``[... N chars omitted ...]`` marker. The text is trimmed to a token budget

@@ -4,7 +4,7 @@ The five-stage pipeline: tool-output pruning, boundary resolution, archive,
 summary, reassembly + validation. See ``Compressor``.
 
 Names from the summarizer, drift and secrets modules load on first use, so
-``import compression`` stays cheap (the ``openai`` client is only imported
+``import agent_compression`` stays cheap (the ``openai`` client is only imported
 when ``OpenAISummarizer`` is asked for).
 """
 
@@ -94,7 +94,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'compression' has no attribute {name!r}")
+        raise AttributeError(f"module 'agent_compression' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value

@@ -1,6 +1,6 @@
 """A summarizer backed by any OpenAI-compatible chat-completions endpoint.
 
-Small models loop and copy: with the current prompt (see :mod:`compression.prompt`) the request carries
+Small models loop and copy: with the current prompt (see :mod:`agent_compression.prompt`) the request carries
 a ``frequency_penalty`` and the answer is cleaned before it becomes the summary (:func:`clean_answer`):
 repeated lines and in-line loops are cut, lines copying the prompt's rules or the pinned-fact lines are
 dropped, Chinese or bold headings are mapped to the fixed ones, and a line cut off by ``max_tokens`` goes.
@@ -89,7 +89,7 @@ class OpenAISummarizer:
     ``timeout`` and ``max_retries`` are passed to the client. ``cooldown_seconds``
     is how long to stop calling after a failure (a 429's ``Retry-After`` wins).
     ``cooldown`` stores the cooldown (default: in memory); ``clock`` reads time.
-    ``prompt_version``: one of :data:`compression.prompt.PROMPTS` (benchmarks compare the legacy ones);
+    ``prompt_version``: one of :data:`agent_compression.prompt.PROMPTS` (benchmarks compare the legacy ones);
     ``frequency_penalty`` is sent with prompts that cut repetition; ``language`` forces the summary's
     language (``"en"`` / ``"zh"``; default: the segment's user turns decide). ``max_answer_tokens`` caps
     what the model may generate (``max_tokens`` of the request) below the summary budget: slow local models.

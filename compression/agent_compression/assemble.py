@@ -1,7 +1,7 @@
 """Stage 5a: reassembly. Head + summary message + acknowledgement + tail.
 
 The summary goes in as a user message labelled as reference material (see
-:mod:`compression.summary_message`); an assistant acknowledgement follows it.
+:mod:`agent_compression.summary_message`); an assistant acknowledgement follows it.
 Neighbours are chosen so that no two user or two assistant messages meet at
 the seams: when the head ends with a user message a short assistant bridge
 goes first, and when the tail starts with an assistant message the

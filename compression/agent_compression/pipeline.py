@@ -258,7 +258,7 @@ class Compressor:
 
         ``token_counts``: each message's count when the caller has them (nothing is tokenized then).
         Otherwise the compressor remembers the histories it counted, so asking again after appends
-        costs the appended messages (see :class:`~compression.tokens.HistoryTally` for in-place edits).
+        costs the appended messages (see :class:`~agent_compression.tokens.HistoryTally` for in-place edits).
         """
         if self.thrash_state.stopped:
             return False
