@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .facts import render_pinned_facts
+from .language import detect_language
 from .secrets import mask_secrets
 from .summary_body import SECTION_HEADINGS
 from .types import Fact
@@ -191,16 +192,7 @@ def _hash(version: str) -> str:
 PROMPT_HASHES = {version: _hash(version) for version in PROMPTS}
 PROMPT_HASH = PROMPT_HASHES[PROMPT_VERSION]
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _USER_LINE = re.compile(r"^#\d+ USER \(turn \d+\): ?(.*)$", re.M)
-
-
-def detect_language(text: str) -> str:
-    """``"zh"`` when the text is mostly Chinese (a CJK character weighs like a word), else ``"en"``."""
-    cjk = len(_CJK.findall(text))
-    words = len(_LATIN_WORD.findall(text))
-    return "zh" if cjk and cjk >= words * 0.5 else "en"
 
 
 def segment_language(segment: str) -> str:

@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 
 from .facts import PINNED_HEADING, render_fact
+from .language import texts_language
 from .tokens import count_text_tokens
 from .types import Fact
 
@@ -60,22 +61,11 @@ HEADINGS_ZH: dict[str, str] = {
 _HEADING = re.compile(r"^#{1,3}\s+(.+?)\s*$", re.M)
 _CANONICAL = {h[3:].lower(): h for h in ALL_HEADINGS} | {zh[3:]: h for h, zh in HEADINGS_ZH.items()}
 _ZH_TITLES = {zh[3:] for zh in HEADINGS_ZH.values()}
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def session_language(user_texts: Sequence[str]) -> str:
-    """``"zh"`` when the user writes mostly Chinese, else ``"en"``.
-
-    Counts Chinese characters against Latin words (a Chinese sentence naming ``deploy.sh`` or
-    ``pytest -q`` is still Chinese): roughly two characters make a word.
-    """
-    han = latin = 0
-    for text in user_texts:
-        sample = text[:4_000]
-        han += len(_CJK.findall(sample))
-        latin += len(_LATIN_WORD.findall(sample))
-    return "zh" if han > 2 * latin or (han and han >= latin) else "en"
+    """``"zh"`` when the user writes mostly Chinese, else ``"en"`` (:func:`.language.texts_language`)."""
+    return texts_language(user_texts)
 
 
 #: share of the cap the pinned facts may take (the prose keeps at least the rest) before facts are dropped
