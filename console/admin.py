@@ -11,7 +11,6 @@ from django.contrib.auth import get_user_model
 
 from .apikeys import revoke_api_key
 from .errors import ArchiveCorrupted, ServiceError
-from .masking import may_reveal
 from .models import (
     ApiKey,
     Archive,
@@ -26,6 +25,7 @@ from .models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+from .reveal import may_reveal
 from .services.drift import update_drift_case
 from .services.notifications import EVENTS, create_webhook, delete_webhook, update_webhook
 

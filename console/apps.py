@@ -8,8 +8,8 @@ class ConsoleConfig(AppConfig):
 
     def ready(self) -> None:
         from . import tasks  # noqa: F401  (registers the tasks, so queue's sends by name run them eagerly when asked)
-        from .masking import install_template_masking
         from .roles import sync_role_groups
+        from .template_masking import install_template_masking
 
         post_migrate.connect(sync_role_groups, sender=self)
         install_template_masking()

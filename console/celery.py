@@ -27,7 +27,7 @@ def _make_local_folders(sender: Celery, **kwargs: object) -> None:
 @signals.after_setup_task_logger.connect
 def _mask_worker_logs(logger: object, **kwargs: object) -> None:
     # a worker replaces the handlers settings.LOGGING installed: its own ones mask too
-    from .masking import MaskSecretsFilter
+    from .log_masking import MaskSecretsFilter
 
     for handler in getattr(logger, "handlers", []):
         if not any(isinstance(f, MaskSecretsFilter) for f in handler.filters):

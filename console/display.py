@@ -27,12 +27,10 @@ from agent_compression.messages import call_arguments, call_name, content_text
 from agent_compression.summary_message import is_summary_message
 from agent_compression.validate import LOST_RESULT
 
-from .masking import REVEAL_PERMISSION, cut, for_page, may_reveal
+from .masking import cut, for_page
 
 #: characters of content shown before "show the rest" (the rest loads on demand)
 PREVIEW_CHARS = 1200
-
-__all__ = ["REVEAL_PERMISSION", "may_reveal", "mask_unless_revealed"]
 
 _MARKDOWN_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "del", "code", "pre",
@@ -40,9 +38,9 @@ _MARKDOWN_TAGS = {
 }  # fmt: skip
 
 
-def mask_unless_revealed(text: str, reveal: bool = False) -> str:
-    """``text`` as the viewer may see it: secrets masked unless revealed, invisible characters marked."""
-    return for_page(text, reveal)
+def mask_unless_revealed(text: str) -> str:
+    """``text`` as the viewer may see it: secrets masked unless this request reveals, invisible characters marked."""
+    return for_page(text)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
@@ -116,12 +114,11 @@ def message_view(
     key: str,
     data: dict[str, Any],
     *,
-    reveal: bool = False,
     limit: int | None = PREVIEW_CHARS,
     tokens: int | None = None,
 ) -> MessageView:
     """``data`` (a stored chat message) as a :class:`MessageView`; ``limit=None`` shows all of it."""
-    text = mask_unless_revealed(content_text(data), reveal)
+    text = mask_unless_revealed(content_text(data))
     full_chars = len(text)
     truncated = False
     if limit is not None:
@@ -130,7 +127,7 @@ def message_view(
         ToolCallView(
             id=str(call.get("id") or ""),
             name=call_name(call),
-            arguments=mask_unless_revealed(pretty_arguments(call_arguments(call)), reveal),
+            arguments=mask_unless_revealed(pretty_arguments(call_arguments(call))),
         )
         for call in data.get("tool_calls") or []
         if isinstance(call, dict)
@@ -149,11 +146,11 @@ def message_view(
         is_inserted=is_inserted_message(data),
         is_lost_result=data.get("role") == "tool" and data.get("content") == LOST_RESULT,
         attachments=attachment_kinds(data),
-        **message_time(data, reveal),
+        **message_time(data),
     )
 
 
-def message_time(data: dict[str, Any], reveal: bool = False) -> dict[str, Any]:
+def message_time(data: dict[str, Any]) -> dict[str, Any]:
     """A stored message's ``timestamp`` (ISO 8601 as agent runtimes write it): ``{"timestamp", "moment"}``,
     or ``{"when"}`` (the value as text) when it is not a time."""
     value = data.get("timestamp")
@@ -166,7 +163,7 @@ def message_time(data: dict[str, Any], reveal: bool = False) -> dict[str, Any]:
             else datetime.fromisoformat(value.replace("Z", "+00:00"))
         )
     except (ValueError, OverflowError, OSError):
-        text = mask_unless_revealed(str(value), reveal)[:40]
+        text = mask_unless_revealed(str(value))[:40]
         return {"timestamp": "", "when": text}
     if moment.tzinfo is None:  # a runtime that writes no zone writes UTC (as the JSONL exports here do)
         moment = moment.replace(tzinfo=UTC)
@@ -181,10 +178,10 @@ class _RawHtmlAsText(markdown_lib.Extension):
         md.inlinePatterns.deregister("html")
 
 
-def render_markdown(text: str, reveal: bool = False) -> SafeString:
+def render_markdown(text: str) -> SafeString:
     """Markdown to HTML: raw HTML escaped, then nh3's allow-list (no script, handler or ``javascript:`` URL)."""
     html = markdown_lib.markdown(
-        mask_unless_revealed(text, reveal), extensions=["fenced_code", "tables", "sane_lists", _RawHtmlAsText()]
+        mask_unless_revealed(text), extensions=["fenced_code", "tables", "sane_lists", _RawHtmlAsText()]
     )
     return mark_safe(_clean(html))  # noqa: S308 - sanitized by nh3
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from agent_compression.drift import DRIFT_KINDS
 
-from .masking import key_search
+from .masking import key_order, key_search
 from .models import AuditEvent, CompressionRun, DriftCase, Message, Notification, Session, SessionEntry
 
 #: the drift kinds a case can have (the detector's, plus "other" for cases opened by hand)
@@ -72,12 +72,12 @@ def mentioning(user: Any) -> Q:
 # --------------------------------------------------------------------------- sessions
 
 
-def session_search(sessions: QuerySet[Session], q: str, *, reveal: bool = False) -> QuerySet[Session]:
+def session_search(sessions: QuerySet[Session], q: str) -> QuerySet[Session]:
     """The API's list: ``q`` in the key (as this reader sees keys) or the channel, recently updated first."""
     sessions = sessions.order_by("-updated_at", "-id")
     if q.strip():
         # channels are stored masked (Session.save)
-        sessions = sessions.filter(key_search(q.strip(), reveal=reveal) | Q(channel__icontains=q.strip()))
+        sessions = sessions.filter(key_search(q.strip()) | Q(channel__icontains=q.strip()))
     return sessions
 
 
@@ -146,10 +146,12 @@ class SessionQuery:
             sessions = sessions.filter(status=self.status)
         if self.channel:
             sessions = sessions.filter(channel=self.channel)
-        column = SORTS[self.sort]
         sign = "-" if self.order == "desc" else ""
         # the id breaks ties so that pages never repeat or skip a row
-        return sessions.order_by(f"{sign}{column}", f"{sign}id")
+        if self.sort == "key":  # on the key as the list shows it (masked): the raw order would leak a hidden key
+            order = key_order()
+            return sessions.order_by(order.desc() if sign else order.asc(), f"{sign}id")
+        return sessions.order_by(f"{sign}{SORTS[self.sort]}", f"{sign}id")
 
     def _content_match(self) -> Any:
         """Sessions whose history holds a message containing ``q`` (``Message.text`` is stored masked).
@@ -247,9 +249,9 @@ class CaseQuery:
             self.mentions
         )
 
-    def apply(self, cases: QuerySet[DriftCase], user: Any, *, reveal: bool = False) -> QuerySet[DriftCase]:
+    def apply(self, cases: QuerySet[DriftCase], user: Any) -> QuerySet[DriftCase]:
         """The matching cases, newest first. ``session`` is part of a key as this reader sees keys (masked
-        unless ``reveal``); ``status`` "all" (or "" from the API) is every status."""
+        unless this request reveals); ``status`` "all" (or "" from the API) is every status."""
         if self.status not in ("all", ""):
             cases = cases.filter(status=self.status)
         if self.severity:
@@ -257,7 +259,7 @@ class CaseQuery:
         if self.kind:
             cases = cases.filter(DriftCase.of_kind(self.kind))
         if self.session:
-            cases = cases.filter(key_search(self.session, reveal=reveal, prefix="session__"))
+            cases = cases.filter(key_search(self.session, prefix="session__"))
         if self.assignee == "none":
             cases = cases.filter(assignee=None)
         elif self.assignee:

@@ -151,6 +151,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "console.middleware.PagesLoginRequiredMiddleware",
+    "console.reveal.RevealScopeMiddleware",  # each request starts masked (console.reveal)
     "console.middleware.ApiJsonErrorsMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -327,12 +328,12 @@ CELERY_BEAT_SCHEDULE = {
     "recover": {"task": "console.recover", "schedule": RECOVERY_SWEEP_SECONDS},
 }
 
-# Every line is masked on its way out (console.masking.MaskSecretsFilter): Django's own loggers (requests,
+# Every line is masked on its way out (console.log_masking.MaskSecretsFilter): Django's own loggers (requests,
 # the dev server) go through the root's handler instead of Django's default ones, which would bypass it.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"mask_secrets": {"()": "console.masking.MaskSecretsFilter"}},
+    "filters": {"mask_secrets": {"()": "console.log_masking.MaskSecretsFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["mask_secrets"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {

@@ -15,7 +15,7 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -25,13 +25,13 @@ from ninja.operation import Operation
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
-from ..audit import audit
 from ..errors import ServiceError
-from ..masking import REVEAL_PERMISSION, MaskingRenderer, may_reveal
 from ..middleware import database_unavailable
 from ..models import ApiKey
+from ..reveal import reveal_for
 from ..services.validation import MAX_JSON_DEPTH, may_hold_unstorable, unstorable
 from ..throttling import FailedAuthThrottle, KeyRateThrottle
+from .rendering import MaskingRenderer
 from .routers import archives, audit_events, drift_cases, notifications, runs, sessions
 
 FAILED_AUTH = FailedAuthThrottle()
@@ -123,11 +123,11 @@ def api_reveal(view: Any) -> Any:
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        if request.GET.get("reveal") == "1":
-            if not may_reveal(request.user):
-                raise HttpError(403, f"revealing secrets needs the {REVEAL_PERMISSION} permission")
-            audit(request.user, "secrets.reveal", request.user, after={"path": request.get_full_path()})
-            request.reveal_secrets = True  # type: ignore[attr-defined]
+        try:
+            # the API audits the reveal against the user: the object is not known before the operation runs
+            reveal_for(request, request.user)
+        except PermissionDenied as exc:
+            raise HttpError(403, str(exc)) from None
         return view(request, *args, **kwargs)
 
     return wrapper

@@ -13,28 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
-from ..audit import audit
-from ..display import may_reveal
 from ..models import Message
+from ..reveal import may_reveal, reveal_for
 from ..roles import COMPRESS, OPEN_CASE, PROMOTE, RESUMMARIZE, REVIEW, VIEW  # noqa: F401  (the pages import them here)
 
 
-def reveal_requested(request: HttpRequest, obj: Any) -> bool:
-    """Whether this request shows secrets unmasked (``?reveal=1``): only with the permission, and audited."""
-    if request.GET.get("reveal") != "1":
-        return False
-    if not may_reveal(request.user):
-        raise PermissionDenied("revealing secrets needs the console.reveal_secrets permission")
-    audit(request.user, "secrets.reveal", obj, after={"path": request.get_full_path()})
-    return True
-
-
 def reveal_context(request: HttpRequest, obj: Any) -> dict[str, Any]:
-    """``reveal`` (as :func:`reveal_requested`) and ``may_reveal`` (whether to offer the reveal link)."""
-    return {"reveal": reveal_requested(request, obj), "may_reveal": may_reveal(request.user)}
+    """``reveal`` (``console.reveal.reveal_for``: decided once, and from then on every masking function
+    asks it) and ``may_reveal`` (whether to offer the reveal link), for the page's links."""
+    return {"reveal": reveal_for(request, obj), "may_reveal": may_reveal(request.user)}
 
 
 def int_or_none(value: str | None) -> int | None:

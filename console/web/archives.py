@@ -48,13 +48,13 @@ def get_archive(pk: int) -> Archive:
     return get_object_or_404(Archive.objects.select_related("session", "run"), pk=pk)
 
 
-def versions_context(archive: Archive, reveal: bool) -> dict[str, Any]:
-    versions = versions_of(archive, reveal)
+def versions_context(archive: Archive) -> dict[str, Any]:
+    versions = versions_of(archive)
     a, b = compare_pair(versions)
     return {"versions": versions, "default_a": a, "default_b": b}
 
 
-def archive_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict[str, Any]:
+def archive_context(request: HttpRequest, archive: Archive) -> dict[str, Any]:
     """The whole archive page: checksum status, the window of originals shown, the summary versions."""
     corrupted = ""
     try:
@@ -62,8 +62,8 @@ def archive_context(request: HttpRequest, archive: Archive, reveal: bool) -> dic
     except ArchiveCorrupted as exc:
         corrupted = str(exc)
     return (
-        window_context(request, archive, reveal)
-        | versions_context(archive, reveal)
+        window_context(request, archive)
+        | versions_context(archive)
         | search_context(request, archive)
         | {"corrupted": corrupted, "form": ResummarizeForm()}
     )
@@ -84,7 +84,7 @@ def search_context(request: HttpRequest, archive: Archive) -> dict[str, Any]:
     return {"q": needle, "hits": hits[:SEARCH_HITS], "more_hits": len(hits) > SEARCH_HITS}
 
 
-def window_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict[str, Any]:
+def window_context(request: HttpRequest, archive: Archive) -> dict[str, Any]:
     count = len(archive.message_keys)
     pages = max(1, -(-count // PAGE_SIZE))
     page = 0
@@ -105,7 +105,7 @@ def window_context(request: HttpRequest, archive: Archive, reveal: bool) -> dict
     for offset, key in enumerate(keys):
         index = archive.start + first + offset
         found = rows.get(key)
-        view = message_view(key, found[0], reveal=reveal, tokens=found[1]) if found else None
+        view = message_view(key, found[0], tokens=found[1]) if found else None
         shown_rows.append(
             {
                 "index": index,
@@ -140,13 +140,13 @@ def archive_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     name = region(request, ARCHIVE_PARTIALS, "page")
     # a region refreshes alone; the checksum is verified (all originals loaded) only for the whole page
     if name == "messages":
-        ctx |= window_context(request, archive, ctx["reveal"])
+        ctx |= window_context(request, archive)
     elif name == "versions":
-        ctx |= versions_context(archive, ctx["reveal"])
+        ctx |= versions_context(archive)
     elif name == "resummarize":
         ctx["form"] = ResummarizeForm()
     else:
-        ctx |= archive_context(request, archive, ctx["reveal"])
+        ctx |= archive_context(request, archive)
     return render(request, f"console/archive.html#{name}" if name else "console/archive.html", ctx)
 
 
@@ -172,7 +172,7 @@ def resummarize(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         ctx: dict[str, Any] = {"archive": archive, "session": archive.session, "form": form}
         if request.htmx:
             return render(request, "console/archive.html#resummarize", ctx, status=422)
-        ctx = reveal_context(request, archive) | archive_context(request, archive, False) | ctx
+        ctx = reveal_context(request, archive) | archive_context(request, archive) | ctx
         return render(request, "console/archive.html", ctx, status=422)
     if not request.htmx:
         return see_other(reverse("summary", args=[summary.pk]))
@@ -203,8 +203,7 @@ def pick(archive: Archive, versions: list[Summary], value: str | None) -> Summar
 def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     archive = get_archive(pk)
     ctx = reveal_context(request, archive)
-    reveal = ctx["reveal"]
-    versions = versions_of(archive, reveal)
+    versions = versions_of(archive)
     a = pick(archive, versions, request.GET.get("a"))
     b = pick(archive, versions, request.GET.get("b"))
     if b is None:
@@ -215,13 +214,13 @@ def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             a = next((s for s in versions if s.pk != b.pk), a)
     ctx |= {"archive": archive, "session": archive.session, "versions": versions, "a": a, "b": b}
     if a is not None and b is not None:
-        text_a, text_b = mask_unless_revealed(a.text, reveal), mask_unless_revealed(b.text, reveal)
-        facts = split_by_key(fact_rows(a, reveal), fact_rows(b, reveal), lambda f: (f["kind"], f["text"]))
-        findings = split_by_key(finding_rows(a, reveal), finding_rows(b, reveal), lambda f: f["key"])
+        text_a, text_b = mask_unless_revealed(a.text), mask_unless_revealed(b.text)
+        facts = split_by_key(fact_rows(a), fact_rows(b), lambda f: (f["kind"], f["text"]))
+        findings = split_by_key(finding_rows(a), finding_rows(b), lambda f: f["key"])
         ctx |= {
             "sides": [
-                ("A", a, summary_html(a, reveal)),
-                ("B", b, summary_html(b, reveal)),
+                ("A", a, summary_html(a)),
+                ("B", b, summary_html(b)),
             ],
             "spans": word_diff(text_a, text_b),
             "same_text": a.text == b.text,

@@ -16,9 +16,9 @@ from django.utils.translation import ngettext, pgettext_lazy
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..display import may_reveal
 from ..masking import mask_text
 from ..models import CompressionRun, DriftCase, Session, Summary
+from ..reveal import may_reveal
 from ..services.dashboard import (
     CASE_STATUSES,
     PERIODS,

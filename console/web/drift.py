@@ -138,7 +138,7 @@ def passage(text: str, quote: str) -> dict[str, str] | None:
     }
 
 
-def source_texts(case: DriftCase, reveal: bool) -> dict[int, dict[str, Any]]:
+def source_texts(case: DriftCase) -> dict[int, dict[str, Any]]:
     """The messages the findings quote, by index in the run input: ``{index: {"text", "role"}}`` (one query)."""
     archive = case.summary.archive
     wanted = {f.get("message_index") for f in case.findings} - {None}
@@ -153,17 +153,17 @@ def source_texts(case: DriftCase, reveal: bool) -> dict[int, dict[str, Any]]:
     for index, key in keys.items():
         if key in rows:
             data = rows[key][0]
-            out[index] = {"text": mask_unless_revealed(content_text(data), reveal), "role": str(data.get("role", ""))}
+            out[index] = {"text": mask_unless_revealed(content_text(data)), "role": str(data.get("role", ""))}
     return out
 
 
-def evidence(case: DriftCase, reveal: bool) -> list[dict[str, Any]]:
+def evidence(case: DriftCase) -> list[dict[str, Any]]:
     """Each finding as a pair: the archive's passage (with its message) and the summary's."""
-    sources = source_texts(case, reveal)
-    summary_text = mask_unless_revealed(case.summary.text, reveal)
+    sources = source_texts(case)
+    summary_text = mask_unless_revealed(case.summary.text)
     pairs = []
     for finding in case.findings:
-        row = finding_row(finding, case.summary.archive, reveal)
+        row = finding_row(finding, case.summary.archive)
         index = row["index"]
         source = sources.get(index) if isinstance(index, int) else None
         row |= {
@@ -235,7 +235,7 @@ def comments_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
     return {"case": case, "comments": list(comments), "comment_form": CommentForm(), **extra}
 
 
-def fix_context(case: DriftCase, reveal: bool) -> dict[str, Any]:
+def fix_context(case: DriftCase) -> dict[str, Any]:
     """The fix in place: the archive's other versions (with their drift state) and a re-summarize form."""
     archive = case.summary.archive
     versions = list(archive.summaries.exclude(pk=case.summary_id).order_by("-created_at", "-id")[:10])
@@ -256,7 +256,6 @@ CASE_PARTIALS = {"case-review": "review", "case-comments": "comments", "case-fix
 def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     case = get_case(pk)
     ctx: dict[str, Any] = {"case": label_case(case), **reveal_context(request, case)}
-    reveal = ctx["reveal"]
     name = region(request, CASE_PARTIALS)
     ctx |= next_context(case, queue_of(request.GET), request.user)
     if name in ("", "review"):
@@ -264,15 +263,15 @@ def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if name in ("", "comments"):
         ctx |= comments_context(case)
     if name in ("", "fix"):
-        ctx |= fix_context(case, reveal)
+        ctx |= fix_context(case)
     if not name:
         summary = case.summary
         ctx |= {
             "summary": summary,
             "archive": summary.archive,
-            "pairs": evidence(case, reveal),
-            "html": summary_html(summary, reveal),
-            "prov": provenance(summary, reveal),
+            "pairs": evidence(case),
+            "html": summary_html(summary),
+            "prov": provenance(summary),
         }
     return render(request, f"console/drift_case.html#{name}" if name else "console/drift_case.html", ctx)
 

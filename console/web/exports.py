@@ -16,8 +16,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from ..display import may_reveal
+from ..masking import mask_text
 from ..models import Session
+from ..reveal import may_reveal
 from ..services.exports import export_session
 from . import VIEW
 
@@ -25,8 +26,11 @@ LABEL = "console download"
 
 
 def filename(key: str) -> str:
-    """A download name from a session key: ``wechat:wxid_demo01`` → ``session-wechat_wxid_demo01.json``."""
-    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in key)[:120]
+    """A download name from a session key: ``wechat:wxid_demo01`` → ``session-wechat_wxid_demo01.json``.
+
+    Built from the masked key, revealed or not: a file name outlives the download (browser history,
+    proxy logs, the downloads folder), and a key may hold a secret."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in mask_text(key))[:120]
     return f"session-{safe or 'export'}.json"
 
 

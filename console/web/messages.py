@@ -10,7 +10,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from ..display import message_view
 from ..models import Message
-from . import VIEW, reveal_requested
+from ..reveal import reveal_for
+from . import VIEW
 from .htmx import partial
 
 
@@ -19,8 +20,8 @@ from .htmx import partial
 @vary_on_headers("HX-Request")
 def message_detail(request: HttpRequest, sha256: str) -> HttpResponse:
     message = get_object_or_404(Message, sha256=sha256)
-    reveal = reveal_requested(request, message)
-    view = message_view(message.sha256, message.data, reveal=reveal, limit=None, tokens=message.tokens)
+    reveal = reveal_for(request, message)
+    view = message_view(message.sha256, message.data, limit=None, tokens=message.tokens)
     return render(
         request,
         partial(request, "console/message.html", "body"),

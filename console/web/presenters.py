@@ -70,8 +70,8 @@ class Provenance:
     drift_checked_at: Any = None
 
 
-def provenance(summary: Summary, reveal: bool = False) -> Provenance:
-    label = _basic_provenance(summary, reveal)
+def provenance(summary: Summary) -> Provenance:
+    label = _basic_provenance(summary)
     data = summary.provenance or {}
     if not label.prompt_hash:
         generator = label.generator or _("unknown summarizer")
@@ -108,7 +108,7 @@ def _config_of(archive: Archive) -> dict[str, Any] | None:
         return None
 
 
-def _basic_provenance(summary: Summary, reveal: bool) -> Provenance:
+def _basic_provenance(summary: Summary) -> Provenance:
     data = summary.provenance or {}
     endpoint = data.get("endpoint_host")
     if not endpoint and data.get("base_url"):
@@ -123,7 +123,7 @@ def _basic_provenance(summary: Summary, reveal: bool) -> Provenance:
         endpoint=endpoint or None,
         prompt_version=data.get("prompt_version") or None,
         prompt_hash=data.get("prompt_hash") or None,
-        focus_topic=mask_unless_revealed(str(data["focus_topic"]), reveal) if data.get("focus_topic") else None,
+        focus_topic=mask_unless_revealed(str(data["focus_topic"])) if data.get("focus_topic") else None,
         input_tokens=data.get("input_tokens"),
         output_tokens=data.get("output_tokens"),
         budget_tokens=data.get("budget_tokens"),
@@ -133,14 +133,14 @@ def _basic_provenance(summary: Summary, reveal: bool) -> Provenance:
     )
 
 
-def versions_of(archive: Archive, reveal: bool = False) -> list[Summary]:
+def versions_of(archive: Archive) -> list[Summary]:
     """The archive's summaries oldest first, numbered v1, v2, ... and with their provenance labels."""
     rows = list(archive.summaries.select_related("created_by", "parent", "promoted_by").order_by("created_at", "id"))
     numbers = {s.pk: n for n, s in enumerate(rows, 1)}
     for summary in rows:
         summary.number = numbers[summary.pk]  # type: ignore[attr-defined]
         summary.parent_number = numbers.get(summary.parent_id or 0)  # type: ignore[attr-defined]
-        summary.label = provenance(summary, reveal)  # type: ignore[attr-defined]
+        summary.label = provenance(summary)  # type: ignore[attr-defined]
     return rows
 
 
@@ -165,13 +165,13 @@ def compare_with(versions: list[Summary], summary: Summary) -> Summary | None:
     return active if active and active.pk != summary.pk else compare_pair(versions, summary)[1]
 
 
-def fact_rows(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
+def fact_rows(summary: Summary) -> list[dict[str, Any]]:
     references = References(summary.archive)
     return [
         {
             "kind": fact.get("kind") or "",
             "kind_label": labels.label(labels.FACT_KINDS, fact.get("kind") or ""),
-            "text": mask_unless_revealed(str(fact.get("text") or ""), reveal),
+            "text": mask_unless_revealed(str(fact.get("text") or "")),
             "role": fact.get("role") or "",
             "index": fact.get("source_index"),
             "link": references.fact_href(fact.get("source_index")),
@@ -180,7 +180,7 @@ def fact_rows(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
     ]
 
 
-def finding_row(finding: dict[str, Any], archive: Archive, reveal: bool) -> dict[str, Any]:
+def finding_row(finding: dict[str, Any], archive: Archive) -> dict[str, Any]:
     """A stored drift finding as the summary, compare and case pages list it: labels translated, quotes masked."""
     evidence = finding.get("evidence") or {}
     kind, severity = finding.get("kind") or "", finding.get("severity") or ""
@@ -192,16 +192,16 @@ def finding_row(finding: dict[str, Any], archive: Archive, reveal: bool) -> dict
         "severity_label": labels.label(labels.SEVERITIES, severity),
         "detail": labels.detail_label(finding),
         "manual": bool(finding.get("manual")),
-        "original": mask_unless_revealed(str(evidence.get("original") or ""), reveal),
-        "summary": mask_unless_revealed(str(evidence.get("summary") or ""), reveal),
+        "original": mask_unless_revealed(str(evidence.get("original") or "")),
+        "summary": mask_unless_revealed(str(evidence.get("summary") or "")),
         "index": index,
         "link": source_link(archive, index),
         "key": finding_key(finding),
     }
 
 
-def finding_rows(summary: Summary, reveal: bool) -> list[dict[str, Any]]:
-    return [finding_row(finding, summary.archive, reveal) for finding in summary.drift_findings or []]
+def finding_rows(summary: Summary) -> list[dict[str, Any]]:
+    return [finding_row(finding, summary.archive) for finding in summary.drift_findings or []]
 
 
 def finding_key(finding: dict[str, Any]) -> tuple[str, str]:
@@ -356,8 +356,8 @@ def history_numbers(archive: Archive) -> list[int | None]:
     return history_indexes([special.get(k, {}) for k in archive.message_keys], archive.start)
 
 
-def summary_html(summary: Summary, reveal: bool, href_for: Callable[[int], str | None] | None = None) -> SafeString:
+def summary_html(summary: Summary, href_for: Callable[[int], str | None] | None = None) -> SafeString:
     """A summary's text as the summary, run and drift case pages show it: Markdown, sanitized, ``#N`` linked."""
     if not summary.text:
         return SafeString("")
-    return link_references(render_markdown(summary.text, reveal), href_for or References(summary.archive).href)
+    return link_references(render_markdown(summary.text), href_for or References(summary.archive).href)

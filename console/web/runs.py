@@ -31,14 +31,14 @@ from ..display import (
     MessageView,
     link_references,
     mask_unless_revealed,
-    may_reveal,
     message_view,
     pretty_arguments,
     render_markdown,
 )
 from ..models import Archive, CompressionRun, Summary
+from ..reveal import may_reveal, reveal_for, revealing
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
-from . import VIEW, int_or_none, labels, load_messages, reveal_requested
+from . import VIEW, int_or_none, labels, load_messages
 from .htmx import partial
 from .presenters import References, history_numbers
 
@@ -55,9 +55,9 @@ DIFF_PREVIEW_CHARS = 600
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _get_run(pk)
-    reveal = reveal_requested(request, run)
+    reveal_for(request, run)
     archive = Archive.objects.filter(run=run).first()
-    ctx = _diff_context(request, run, archive, reveal=reveal, at=request.GET.get("at", ""))
+    ctx = _diff_context(request, run, archive, at=request.GET.get("at", ""))
     ctx |= _page_context(run, archive, ctx)
     return render(request, partial(request, "console/run.html", "diff"), ctx)
 
@@ -68,13 +68,13 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def run_diff(request: HttpRequest, pk: int) -> HttpResponse:
     """The diff alone (htmx swaps it in), or with ``from``/``to`` the rows of one collapsed stretch."""
     run = _get_run(pk)
-    reveal = reveal_requested(request, run)
+    reveal_for(request, run)
     archive = Archive.objects.filter(run=run).first()
     span = int_or_none(request.GET.get("from")), int_or_none(request.GET.get("to"))
     if span[0] is not None and span[1] is not None:
-        ctx = _diff_context(request, run, archive, reveal=reveal, span=(span[0], span[1]))
+        ctx = _diff_context(request, run, archive, span=(span[0], span[1]))
         return render(request, partial(request, "console/_diff_page.html", "blocks"), ctx)
-    ctx = _diff_context(request, run, archive, reveal=reveal, at=request.GET.get("at", ""))
+    ctx = _diff_context(request, run, archive, at=request.GET.get("at", ""))
     return render(request, partial(request, "console/_diff_page.html", "diff"), ctx)
 
 
@@ -359,7 +359,6 @@ def _diff_context(
     run: CompressionRun,
     archive: Archive | None,
     *,
-    reveal: bool,
     at: str = "",
     span: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
@@ -379,14 +378,15 @@ def _diff_context(
     shown_rows = [row for block in blocks for row in block.shown_rows]
     wanted = {key for row in shown_rows for key in row.keys}
     data = load_messages(wanted)
+    reveal = revealing()
     revealed: dict[str, str] = {"reveal": "1"} if reveal else {}
     params = {"view": view} | revealed
     run_url = reverse("run", args=[run.pk])
     diff_url = reverse("run_diff", args=[run.pk])
-    block_views = [_block_view(b, rows, data, reveal, run_url, diff_url, params, focus) for b in blocks]
+    block_views = [_block_view(b, rows, data, run_url, diff_url, params, focus) for b in blocks]
     for view_of_block in block_views:
         if view_of_block.kind == "archive" and archive is not None:
-            _archived_originals(view_of_block, archive, reveal)
+            _archived_originals(view_of_block, archive)
     counts = history.count_kinds(rows)
     return {
         "run": run,
@@ -424,7 +424,6 @@ def _block_view(
     block: history.Block,
     rows: list[history.Row],
     data: dict[str, tuple[Any, int]],
-    reveal: bool,
     run_url: str,
     diff_url: str,
     params: dict[str, str],
@@ -432,10 +431,10 @@ def _block_view(
 ) -> BlockView:
     out = BlockView(block)
     if block.kind == "rows":
-        out.rows = [_row_view(r, data, reveal) for r in block.rows]
+        out.rows = [_row_view(r, data) for r in block.rows]
         return out
     if block.kind == "archive":
-        out.rows = [_row_view(r, data, reveal) for r in block.inserted]
+        out.rows = [_row_view(r, data) for r in block.inserted]
         archived = block.archived
         out.in_range = (archived[0].in_index or 0, (archived[-1].in_index or 0) + 1)
         out.anchor = f"in-{out.in_range[0]}"
@@ -464,7 +463,7 @@ def archived_anchor(index: int) -> str:
     return f"orig-{index}"
 
 
-def _archived_originals(block: BlockView, archive: Archive, reveal: bool) -> None:
+def _archived_originals(block: BlockView, archive: Archive) -> None:
     """The originals the summary replaced, masked like every message, and the summary with its ``#N`` linked
     to them in the page (to the archive page for those not shown here, or held by an earlier archive)."""
     keys = archive.message_keys[:ARCHIVED_SHOWN]
@@ -473,7 +472,7 @@ def _archived_originals(block: BlockView, archive: Archive, reveal: bool) -> Non
     for offset, key in enumerate(keys):
         index = archive.start + offset
         row = found.get(key)
-        view = message_view(key, row[0], reveal=reveal, tokens=row[1], limit=DIFF_PREVIEW_CHARS) if row else None
+        view = message_view(key, row[0], tokens=row[1], limit=DIFF_PREVIEW_CHARS) if row else None
         block.originals.append(
             {"index": index, "anchor": archived_anchor(index), "m": view, "key": key, "number": numbers[offset]}
         )
@@ -485,16 +484,16 @@ def _archived_originals(block: BlockView, archive: Archive, reveal: bool) -> Non
             payload = load_messages([rv.row.out_key]).get(rv.row.out_key)
             parsed = parse_summary_message(payload[0]) if payload else None
             if parsed and parsed[1].strip():
-                rv.summary_html = link_references(render_markdown(parsed[1], reveal), href)
+                rv.summary_html = link_references(render_markdown(parsed[1]), href)
 
 
-def _diff_text(data: dict[str, Any], reveal: bool) -> str:
+def _diff_text(data: dict[str, Any]) -> str:
     """The text a word diff compares: content, then each tool call as ``name arguments`` (masked first)."""
     parts = [content_text(data)]
     for call in data.get("tool_calls") or ():
         if isinstance(call, dict):
             parts.append(f"→ {call_name(call)} {pretty_arguments(call_arguments(call))}")
-    return mask_unless_revealed("\n".join(p for p in parts if p), reveal)
+    return mask_unless_revealed("\n".join(p for p in parts if p))
 
 
 def _note(row: history.Row) -> str:
@@ -524,21 +523,21 @@ def _note(row: history.Row) -> str:
     return ""
 
 
-def _row_view(row: history.Row, data: dict[str, tuple[Any, int]], reveal: bool) -> RowView:
+def _row_view(row: history.Row, data: dict[str, tuple[Any, int]]) -> RowView:
     view = RowView(row, str(labels.label(labels.ROW_KINDS, row.kind)), note=_note(row))
 
     def message(key: str | None) -> MessageView | None:
         if key is None or key not in data:
             return None
         payload, tokens = data[key]
-        return message_view(key, payload, reveal=reveal, tokens=tokens, limit=DIFF_PREVIEW_CHARS)
+        return message_view(key, payload, tokens=tokens, limit=DIFF_PREVIEW_CHARS)
 
     view.old = message(row.in_key)
     view.new = view.old if row.out_key == row.in_key else message(row.out_key)
     comparable = row.kind in (history.TRUNCATED, history.PATCHED, history.CHANGED)
     if comparable and row.in_key in data and row.out_key in data:
         old, new = data[row.in_key][0], data[row.out_key][0]
-        spans = inline_diff(_diff_text(old, reveal), _diff_text(new, reveal))
+        spans = inline_diff(_diff_text(old), _diff_text(new))
         if spans is None:
             view.too_big = True
         else:

@@ -23,14 +23,16 @@ from django_htmx.http import HttpResponseStopPolling, reswap, retarget
 from agent_compression import CompressionConfig
 from agent_compression.summary_message import parse_summary_message
 
-from ..display import MessageView, ToolCallView, mask_unless_revealed, may_reveal, message_view
+from ..display import MessageView, ToolCallView, mask_unless_revealed, message_view
 from ..errors import ServiceError
+from ..masking import value_for_reader
 from ..models import AuditEvent, CompressionRun, DriftCase, Session, SessionEntry, Summary
 from ..queries import SessionQuery, session_hits
+from ..reveal import may_reveal, reveal_for, revealing
 from ..services import runs as run_service
 from ..services.validation import session_config
 from ..templatetags.run_progress import format_seconds, run_seconds
-from . import COMPRESS, VIEW, int_or_none, labels, reveal_requested, see_other
+from . import COMPRESS, VIEW, int_or_none, labels, see_other
 from .forms import CompressForm
 from .htmx import HtmxHttpRequest, fragment, partial
 
@@ -140,7 +142,7 @@ def window_start(count: int, start: int | None, at: int | None) -> int:
     return min(max(0, start), max(0, count - 1))
 
 
-def timeline(session: Session, start: int, reveal: bool) -> list[TimelineItem]:
+def timeline(session: Session, start: int) -> list[TimelineItem]:
     """The window's messages, tool results nested under the calls they answer (one query, plus one for markers)."""
     entries = (
         SessionEntry.objects.filter(session=session, position__gte=start, position__lt=start + WINDOW)
@@ -152,7 +154,7 @@ def timeline(session: Session, start: int, reveal: bool) -> list[TimelineItem]:
     markers: dict[str, list[TimelineItem]] = {}
     for entry in entries:
         data = entry.message.data
-        view = message_view(entry.message_id, data, reveal=reveal, tokens=entry.message.tokens)
+        view = message_view(entry.message_id, data, tokens=entry.message.tokens)
         item = TimelineItem(entry.position, view)
         parent = calls.get(view.tool_call_id) if view.role == "tool" and view.tool_call_id else None
         if parent is not None:
@@ -242,24 +244,17 @@ def summary_events(session: Session) -> list[dict[str, Any]]:
     return events[:SUMMARY_EVENTS]
 
 
-def _metadata_value(value: Any, reveal: bool) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return mask_unless_revealed(text, reveal)[:200]
-
-
-def _header(session: Session, reveal: bool) -> dict[str, Any]:
+def _header(session: Session) -> dict[str, Any]:
     try:
         config = session_config(session)
     except ServiceError:  # a stored window the library refuses: show the defaults' trigger
         config = CompressionConfig()
     used = session.token_count * 100 / max(1, session.context_window_tokens)
+    # masked as a whole, so a value is masked by the secret-named key it sits under, at any depth
+    shown = value_for_reader({k: v for k, v in list((session.metadata or {}).items())[:13] if k != "channel"})
     metadata = [
-        (
-            str(k)[:60],
-            mask_unless_revealed(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), reveal)[:200],
-        )
-        for k, v in list((session.metadata or {}).items())[:12]
-        if k != "channel"
+        (str(k)[:60], mask_unless_revealed(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))[:200])
+        for k, v in list(shown.items())[:12]
     ]
     return {
         "session": session,
@@ -288,8 +283,9 @@ def _runs_context(session: Session) -> dict[str, Any]:
     return {"runs": rows, "active_run": active, "runs_total": len(rows)}
 
 
-def _session_context(request: HttpRequest, session: Session, *, reveal: bool, start: int, form: Any = None) -> Any:
-    items = timeline(session, start, reveal)
+def _session_context(request: HttpRequest, session: Session, *, start: int, form: Any = None) -> Any:
+    items = timeline(session, start)
+    reveal = revealing()
     end = min(start + WINDOW, session.message_count)
     ctx = {
         "reveal": reveal,
@@ -302,7 +298,7 @@ def _session_context(request: HttpRequest, session: Session, *, reveal: bool, st
         "reveal_param": "&reveal=1" if reveal else "",
         "may_reveal": may_reveal(request.user),
     }
-    ctx.update(_header(session, reveal))
+    ctx.update(_header(session))
     if fragment(request):
         return ctx  # a window of the timeline: nothing else is rendered
     ctx.update(search_context(request, session))
@@ -351,7 +347,7 @@ def search_context(request: HttpRequest, session: Session) -> dict[str, Any]:
 @vary_on_headers("HX-Request")
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session, pk=pk)
-    reveal = reveal_requested(request, session)
+    reveal_for(request, session)
     at = int_or_none(request.GET.get("at"))
     start = window_start(session.message_count, int_or_none(request.GET.get("start")), at)
     if at is not None and not request.htmx and 0 <= at < session.message_count:
@@ -360,7 +356,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         params.pop("at")
         params["start"] = str(start)
         return HttpResponseRedirect(f"{request.path}?{params.urlencode()}#m-{at}")
-    ctx = _session_context(request, session, reveal=reveal, start=start)
+    ctx = _session_context(request, session, start=start)
     return render(request, partial(request, "console/session.html", "timeline"), ctx)
 
 
@@ -386,7 +382,7 @@ def compress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             response = render(request, "console/session.html#compress_form", ctx, status=422)
             return reswap(retarget(response, "#compress-form"), "outerHTML")
         start = window_start(session.message_count, None, None)
-        ctx = _session_context(request, session, reveal=False, start=start, form=form)
+        ctx = _session_context(request, session, start=start, form=form)
         return render(request, "console/session.html", ctx, status=422)
     if request.htmx:
         ctx = {
@@ -411,7 +407,7 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     if run.finished and from_session:
         # refresh the session page's run list and header counts too (out of band)
         session = Session.objects.get(pk=run.session_id)
-        ctx.update(_header(session, reveal=False))
+        ctx.update(_header(session))
         ctx.update(_runs_context(session))
         ctx["oob"] = True
     # 286 stops htmx polling: the fragment now shows the outcome

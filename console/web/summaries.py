@@ -45,7 +45,7 @@ def get_summary(pk: int) -> Summary:
 def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     summary = get_summary(pk)
     ctx = reveal_context(request, summary)
-    versions = versions_of(summary.archive, ctx["reveal"])
+    versions = versions_of(summary.archive)
     this = next(s for s in versions if s.pk == summary.pk)
     active = active_of(versions)
     ctx |= {
@@ -54,9 +54,9 @@ def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "session": summary.archive.session,
         "versions": versions,
         "active": active,
-        "html": summary_html(summary, ctx["reveal"]),
-        "facts": fact_rows(summary, ctx["reveal"]),
-        "findings": finding_rows(summary, ctx["reveal"]),
+        "html": summary_html(summary),
+        "facts": fact_rows(summary),
+        "findings": finding_rows(summary),
         "cases": cases_of(summary),
         "compare_a": compare_with(versions, this),
     }

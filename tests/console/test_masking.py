@@ -27,7 +27,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from console.api import api
 from console.apikeys import create_api_key
 from console.celery import tasks_inline
-from console.masking import INVISIBLE_CLASS, MaskSecretsFilter, for_page, mask_text, show_invisible
+from console.log_masking import MaskSecretsFilter
+from console.masking import INVISIBLE_CLASS, for_page, mask_text, show_invisible
 from console.models import Archive, AuditEvent, CompressionRun, DriftCase, Message, Session, Summary
 from console.services import notifications, runs
 from console.services.sessions import ImportedSession, create_session

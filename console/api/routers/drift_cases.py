@@ -9,7 +9,6 @@ from ninja import Query, Router, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
-from ...masking import reveals
 from ...models import DriftCase
 from ...queries import CaseQuery
 from ...roles import OPEN_CASE, REVIEW, VIEW
@@ -36,7 +35,7 @@ def list_cases(request: HttpRequest, filters: Query[schemas.CasesQuery]) -> Any:
         mentions=filters.mentions,
     )
     cases = DriftCase.objects.select_related("session", "assignee", "opened_by")
-    return query.apply(cases, request.user, reveal=reveals(request))
+    return query.apply(cases, request.user)
 
 
 @cases.post("", response={201: schemas.DriftCaseDetailOut, **ERRORS}, summary="Open a case by hand about a passage")

@@ -12,6 +12,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
 from ...models import Notification, Webhook, WebhookAttempt, WebhookDelivery
+from ...reveal import reveal_this_response
 from ...services import notifications
 from ..schemas import ErrorOut, RowId, StrictIn
 
@@ -136,7 +137,7 @@ def mark_read(request: HttpRequest, payload: MarkReadIn) -> dict[str, int]:
 
 def _reveal_secret(request: HttpRequest) -> None:
     """This response holds the new signing secret, which the masking would hide: the admin asked for it."""
-    request.reveal_secrets = True  # type: ignore[attr-defined]
+    reveal_this_response()
 
 
 @router.get("/webhooks", response={200: list[WebhookOut], **ERRORS}, summary="Outgoing webhooks (admin)")
