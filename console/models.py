@@ -376,7 +376,7 @@ class Summary(Immutable):
 
     MUTABLE_FIELDS = frozenset(
         {"status", "stage", "drift_findings", "drift_checked_at", "updated_at", "sent_at", "sends", "attempts"}
-        | {"promoted_by", "promoted_at"}
+        | {"promoted_by", "promoted_at", "drift_assessment", "drift_attempts", "drift_error"}
     )
     #: a pending summary gets its text once, when its worker finishes
     RESULT_FIELDS = frozenset({"text", "error", "provenance", "facts"})
@@ -396,6 +396,13 @@ class Summary(Immutable):
     facts = models.JSONField(default=list, blank=True)
     drift_findings = models.JSONField(default=list, blank=True)
     drift_checked_at = models.DateTimeField(null=True, blank=True)
+    #: the check's line-by-line reading: each claim of the summary with its verdict and the messages it rests on
+    #: (``agent_compression.drift.Assessment.to_dict()``; empty before the check, or for checks older than it)
+    drift_assessment = models.JSONField(default=dict, blank=True)
+    #: drift checks started on this summary; after ``DRIFT_CHECK_MAX_ATTEMPTS`` without a result the check is
+    #: failed (``drift_error`` says why) and the sweep stops sending it until an operator retries
+    drift_attempts = models.PositiveSmallIntegerField(default=0)
+    drift_error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

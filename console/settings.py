@@ -260,6 +260,8 @@ RUN_HEARTBEAT_SECONDS = env_float("RUN_HEARTBEAT_SECONDS", 15.0, minimum=0.1)
 RUN_STALE_SECONDS = env_float("RUN_STALE_SECONDS", 120.0, minimum=1.0)
 #: tries before a run whose worker keeps dying is failed
 RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, minimum=1)
+#: drift checks of one summary that may fail (raise, or lose their worker) before it is marked failed
+DRIFT_CHECK_MAX_ATTEMPTS = env_int("DRIFT_CHECK_MAX_ATTEMPTS", 3, minimum=1)
 #: the longest `wait` a compress request may block for
 COMPRESS_WAIT_MAX_SECONDS = env_float("COMPRESS_WAIT_MAX_SECONDS", 90.0, minimum=0.0)
 #: drift findings at or above this severity open a drift case by themselves

@@ -23,6 +23,7 @@ urlpatterns = [
     path("summaries/<int:pk>/", summaries.summary_detail, name="summary"),
     path("summaries/<int:pk>/progress", summaries.summary_progress, name="summary_progress"),
     path("summaries/<int:pk>/promote", summaries.promote, name="promote"),
+    path("summaries/<int:pk>/drift-check", summaries.drift_check_retry, name="drift_check_retry"),
     path("summaries/<int:pk>/open-case", drift.open_case, name="open_case"),
     path("drift/", drift.queue, name="drift_queue"),
     path("drift/export.jsonl", drift.export, name="drift_export"),

@@ -9,8 +9,10 @@ from typing import Annotated, Any, Literal
 from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, StringConstraints, WithJsonSchema
 
+from agent_compression.drift import REASONS
+
 from ..models import CompressionRun, DriftCase, Summary
-from ..services.drift import MANUAL_KINDS
+from ..services.drift import MANUAL_KINDS, drift_check_failed
 from ..services.validation import KEY_MAX, key_problem
 
 Messages = list[Any]  # checked by services.validation.check_messages, which names the message at fault
@@ -172,6 +174,20 @@ class CompressIn(StrictIn):
     wait: float | None = Field(None, ge=0, le=3600, description="seconds to block until the run ends")
 
 
+class ClaimOut(Schema):
+    """One claim of a summary line, as the drift check read it against the archived originals."""
+
+    line: int = Field(description="0-based line of the summary text the claim is on")
+    text: str
+    claim_type: str = Field(description="requirement, state, cause, identifier or other")
+    certainty: str = Field(description="certain or hedged")
+    verdict: str = Field(description="supported, contradicted, unsupported or cannot_tell")
+    messages: list[int] = Field(description="history indexes of the messages the verdict rests on")
+    reason: str = Field(description="a code; reason_text is its English sentence")
+    reason_text: str
+    note: str
+
+
 class SummaryOut(Schema):
     id: int
     summary_id: str
@@ -185,7 +201,36 @@ class SummaryOut(Schema):
     facts: list[Any]
     drift_findings: list[Any]
     drift_checked_at: datetime | None
+    drift_check: str = Field(
+        description="waiting (not checked yet), checked, or failed (retry with POST .../drift-check)"
+    )
+    drift_attempts: int
+    drift_error: str
+    drift_claims: list[ClaimOut]
     created_at: datetime
+
+    @staticmethod
+    def resolve_drift_check(summary: Summary) -> str:
+        if summary.drift_checked_at is not None:
+            return "checked"
+        return "failed" if drift_check_failed(summary) else "waiting"
+
+    @staticmethod
+    def resolve_drift_claims(summary: Summary) -> list[dict[str, Any]]:
+        return [
+            {
+                "line": c.get("line", 0),
+                "text": c.get("text", ""),
+                "claim_type": c.get("claim_type", "other"),
+                "certainty": c.get("certainty", "certain"),
+                "verdict": c.get("verdict", "cannot_tell"),
+                "messages": c.get("messages", []),
+                "reason": c.get("reason", ""),
+                "reason_text": REASONS.get(c.get("reason", ""), ""),
+                "note": c.get("note", ""),
+            }
+            for c in (summary.drift_assessment or {}).get("claims", [])
+        ]
 
 
 #: a run's outcome; ``nothing``: it left the history as it was (nothing to compress), not a compression

@@ -13,16 +13,16 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
-from agent_compression import check_drift
-from agent_compression.drift import DRIFT_KINDS
+from agent_compression.drift import DRIFT_KINDS, assess_summary
 
 from ..audit import audit
 from ..errors import Conflict, InvalidInput, NotFound, ServiceError
 from ..models import DriftCase, DriftComment, Message, PairwiseReview, Summary
 from ..roles import reviewers
-from . import notifications
+from . import notifications, queue
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 #: kinds an operator may pick when opening a case by hand (the detector's, plus anything else)
@@ -59,25 +59,25 @@ def check_summary_drift(summary_id: int, *, once: bool = False) -> list[dict[str
         return []
     if once and summary.drift_checked_at is not None:
         return summary.drift_findings
-    archive = summary.archive
-    # the history the run compressed: constraints in its head and tail stayed verbatim, but a summary
-    # must not contradict them either (indexes into it are the history's own)
-    context = Message.load(archive.run.input_keys) if archive.run.input_keys else None
-    findings = []
-    for finding in check_drift(archive.verified_messages(), summary.text, context_messages=context):
-        data = finding.to_dict()
-        index = finding.source_index
-        if index is not None and finding.scope == "segment":
-            index += archive.start
-        data["message_index"] = index
-        findings.append(data)
+    if once and summary.drift_attempts >= settings.DRIFT_CHECK_MAX_ATTEMPTS:
+        return []  # failed: only an operator's retry (retry_drift_check) sends it again
+    # counted before the check, so a check that kills its worker counts too
+    Summary.objects.filter(pk=summary.pk).update(drift_attempts=F("drift_attempts") + 1, updated_at=timezone.now())
+    try:
+        findings, assessment = _assess(summary)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
+        Summary.objects.filter(pk=summary.pk).update(drift_error=error, updated_at=timezone.now())
+        raise
     with transaction.atomic():
         checked = Summary.objects.select_for_update().filter(pk=summary.pk).values_list("drift_checked_at", flat=True)
         if once and checked.first() is not None:  # a concurrent delivery finished first
             return Summary.objects.get(pk=summary.pk).drift_findings
-        summary.drift_findings = findings
-        summary.drift_checked_at = timezone.now()
-        summary.save(update_fields=["drift_findings", "drift_checked_at", "updated_at"])
+        summary.drift_findings, summary.drift_assessment = findings, assessment
+        summary.drift_checked_at, summary.drift_error = timezone.now(), ""
+        summary.save(
+            update_fields=["drift_findings", "drift_assessment", "drift_checked_at", "drift_error", "updated_at"]
+        )
         opening = serious(findings)
         if opening and not summary.drift_cases.filter(opened_by=None).exists():
             case = DriftCase.objects.create(
@@ -88,6 +88,63 @@ def check_summary_drift(summary_id: int, *, once: bool = False) -> list[dict[str
         elif summary.status == Summary.Status.ACTIVE:
             resolve_fixed_cases(summary, None)  # promoted before its check finished
     return findings
+
+
+#: the most of an exception's text kept as a failed check's reason
+_ERROR_CHARS = 500
+
+
+def _history_index(archive: Any, index: Any, scope: str) -> int | None:
+    """An index the detector gave (into the archived segment, or into the run's whole input) as a history index."""
+    if not isinstance(index, int):
+        return None
+    return index + archive.start if scope == "segment" else index
+
+
+def _assess(summary: Summary) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The drift check itself: findings (with ``message_index``) and the claim-by-claim assessment."""
+    archive = summary.archive
+    # the history the run compressed: constraints in its head and tail stayed verbatim, but a summary
+    # must not contradict them either (indexes into it are the history's own)
+    context = Message.load(archive.run.input_keys) if archive.run and archive.run.input_keys else None
+    assessment = assess_summary(archive.verified_messages(), summary.text, context_messages=context)
+    findings = []
+    for finding in assessment.findings:
+        data = finding.to_dict()
+        data["message_index"] = _history_index(archive, finding.source_index, finding.scope)
+        findings.append(data)
+    stored = assessment.to_dict()
+    for claim in stored.get("claims", []):
+        scope = claim.get("scope", "segment")
+        claim["messages"] = [
+            i for i in (_history_index(archive, e, scope) for e in claim.get("evidence", ())) if i is not None
+        ]
+    return findings, stored
+
+
+def drift_check_failed(summary: Summary) -> bool:
+    """The check gave up: every allowed attempt raised or lost its worker, and none finished."""
+    return summary.drift_checked_at is None and summary.drift_attempts >= settings.DRIFT_CHECK_MAX_ATTEMPTS
+
+
+def retry_drift_check(summary_id: int, user: Any) -> Summary:
+    """Send a summary's drift check again with fresh attempts: a failed one, or one still waiting for a worker."""
+    with transaction.atomic():
+        summary = Summary.objects.select_for_update().filter(pk=summary_id).first()
+        if summary is None:
+            raise NotFound(f"no summary {summary_id}")
+        if not summary.text:
+            raise InvalidInput(f"summary {summary.summary_id} has no text to check")
+        if summary.drift_checked_at is not None:
+            raise Conflict(f"summary {summary.summary_id} was checked already; its findings stand")
+        before = {"attempts": summary.drift_attempts, "error": summary.drift_error or None}
+        Summary.objects.filter(pk=summary.pk).update(
+            drift_attempts=0, drift_error="", sends=0, sent_at=None, updated_at=timezone.now()
+        )
+        audit(user, "summary.drift_retry", summary, before=before, after={"attempts": 0})
+        queue.send_on_commit(queue.CHECK_DRIFT, summary.pk)
+    summary.refresh_from_db()
+    return summary
 
 
 def open_case(summary_id: int, *, quote: str, kind: str, severity: str, note: str, user: Any) -> DriftCase:

@@ -172,6 +172,7 @@ def recover_stale_summaries(stale_after: float | None = None, resend_after: floa
     )
     unchecked = (
         Summary.objects.filter(drift_checked_at__isnull=True, status__in=CHECKABLE)
+        .filter(drift_attempts__lt=settings.DRIFT_CHECK_MAX_ATTEMPTS)
         .exclude(text="")
         .only(*fields)
         .order_by("created_at")

@@ -30,6 +30,7 @@ from ..queries import CaseQuery
 from ..roles import reviewers
 from ..services import drift, regression
 from . import OPEN_CASE, REVIEW, VIEW, labels, load_messages, reveal_context, see_other
+from .claims import case_lines, verdict_counts
 from .forms import BulkForm, CommentForm, OpenCaseForm, ResummarizeForm, ReviewForm
 from .htmx import CASE_CHANGED, HtmxHttpRequest, fragment, partial, region
 from .labels import FINDING_KINDS, SEVERITIES
@@ -272,7 +273,9 @@ def case_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "pairs": evidence(case),
             "html": summary_html(summary),
             "prov": provenance(summary),
+            "claim_lines": case_lines(summary, case.findings or []),
         }
+        ctx["claim_counts"] = verdict_counts(ctx["claim_lines"])
     return render(request, f"console/drift_case.html#{name}" if name else "console/drift_case.html", ctx)
 
 

@@ -304,6 +304,29 @@ def detail_label(finding: Mapping[str, Any]) -> Any:
     return finding.get("detail") or ""
 
 
+# --------------------------------------------------------------------------- claims: the check's line-by-line reading
+
+#: what the check concluded about one claim (``agent_compression.drift.Verdict``)
+VERDICTS: dict[str, Label] = {
+    "supported": gettext_lazy("supported"),
+    "contradicted": gettext_lazy("contradicted"),
+    "unsupported": gettext_lazy("no support found"),
+    "cannot_tell": gettext_lazy("cannot tell"),
+}
+#: what a claim is about (``agent_compression.drift.ClaimType``)
+CLAIM_TYPES: dict[str, Label] = {
+    "requirement": gettext_lazy("requirement"),
+    "state": gettext_lazy("state of the work"),
+    "cause": gettext_lazy("cause"),
+    "identifier": gettext_lazy("identifier"),
+    "other": gettext_lazy("other"),
+}
+CERTAINTIES: dict[str, Label] = {
+    "certain": gettext_lazy("stated as certain"),
+    "hedged": gettext_lazy("stated as uncertain"),
+}
+
+
 #: a pinned fact's kind (``agent_compression.facts.FACT_KINDS``)
 FACT_KINDS: dict[str, Label] = {
     "constraint": gettext_lazy("constraint"),

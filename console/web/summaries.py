@@ -14,10 +14,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from ..errors import Conflict
+from ..errors import Conflict, InvalidInput
 from ..models import Summary
+from ..services.drift import drift_check_failed, retry_drift_check
 from ..services.summaries import promote_summary, promotion_preview
-from . import OPEN_CASE, PROMOTE, VIEW, reveal_context, see_other
+from . import OPEN_CASE, PROMOTE, RESUMMARIZE, VIEW, reveal_context, see_other
+from .claims import claim_lines, verdict_counts
 from .forms import OpenCaseForm
 from .htmx import SUMMARY_CHANGED, SUMMARY_PROMOTED, HtmxHttpRequest, partial
 from .presenters import (
@@ -59,7 +61,10 @@ def summary_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "findings": finding_rows(summary),
         "cases": cases_of(summary),
         "compare_a": compare_with(versions, this),
+        "claim_lines": claim_lines(summary),
+        "drift_failed": drift_check_failed(summary),
     }
+    ctx["claim_counts"] = verdict_counts(ctx["claim_lines"])
     if request.user.has_perm(OPEN_CASE) and summary.text:
         ctx["open_form"] = OpenCaseForm()
     return render(request, partial(request, "console/summary.html", "summary"), ctx)
@@ -115,3 +120,17 @@ def promote(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     ctx = {"session": session, "summary": summary, "archive": summary.archive}
     response = render(request, "console/promote.html#done", ctx)
     return trigger_client_event(response, SUMMARY_PROMOTED)
+
+
+@require_http_methods(["POST"])
+@permission_required(RESUMMARIZE, raise_exception=True)
+def drift_check_retry(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Send a failed (or still waiting) drift check again, with fresh attempts."""
+    summary = get_summary(pk)
+    try:
+        retry_drift_check(summary.pk, request.user)
+    except (Conflict, InvalidInput) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("The drift check was sent again; this page shows its findings when it is done."))
+    return see_other(reverse("summary", args=[summary.pk]))

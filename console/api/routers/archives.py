@@ -59,6 +59,16 @@ def get_summary(request: HttpRequest, summary_id: int) -> dict[str, Any]:
 
 
 @archives.post(
+    "/summaries/{int:summary_id}/drift-check",
+    response={202: schemas.SummaryOut, **ERRORS},
+    summary="Run a summary's drift check again (a failed one, or one still waiting), with fresh attempts",
+)
+def retry_drift_check(request: HttpRequest, summary_id: int) -> Status:
+    require(request, RESUMMARIZE, "run drift checks")
+    return Status(202, schemas.summary_payload(drift.retry_drift_check(summary_id, request.user)))
+
+
+@archives.post(
     "/summaries/{int:summary_id}/promote",
     response={200: schemas.PromoteOut, **ERRORS},
     summary="Put this summary into the live session in place of the current one",
