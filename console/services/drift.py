@@ -81,7 +81,7 @@ def check_summary_drift(summary_id: int, *, once: bool = False) -> list[dict[str
         opening = serious(findings)
         if opening and not summary.drift_cases.filter(opened_by=None).exists():
             case = DriftCase.objects.create(
-                summary=summary, session_id=archive.session_id, findings=opening, severity=worst(opening)
+                summary=summary, session_id=summary.archive.session_id, findings=opening, severity=worst(opening)
             )
             audit(None, "drift_case.open", case, after={"summary": summary.summary_id, "findings": len(opening)})
             notifications.drift_case_opened(case)
