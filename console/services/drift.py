@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_compression import check_drift
-from agent_compression.drift import DRIFT_KINDS
+from agent_compression.types import DRIFT_KINDS
 
 from ..audit import audit
 from ..errors import Conflict, InvalidInput, NotFound, ServiceError
