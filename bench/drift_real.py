@@ -46,7 +46,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent_compression.drift import DriftFinding, check_drift, key_terms  # noqa: E402
+from agent_compression.drift import DriftFinding, check_drift  # noqa: E402
+from agent_compression.drift.text import terms as key_terms  # noqa: E402
 
 RUNS = ROOT / "bench" / "data" / "model_runs"
 LABELS = ROOT / "bench" / "data" / "model_labels.json"

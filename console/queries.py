@@ -19,7 +19,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
-from agent_compression.drift import DRIFT_KINDS
+from agent_compression.types import DRIFT_KINDS
 
 from .masking import key_order, key_search
 from .models import AuditEvent, CompressionRun, DriftCase, Message, Notification, Session, SessionEntry

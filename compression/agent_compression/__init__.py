@@ -26,7 +26,7 @@ from .types import SUMMARY_MARKER, Fact, Message, Summarizer, SummaryOutcome, Su
 from .validate import LOST_RESULT, RepairReport, Violation, repair_messages, validate_messages
 
 if TYPE_CHECKING:
-    from .drift import DriftFinding, check_drift
+    from .drift import DriftFinding, assess_summary, check_drift
     from .facts import extract_facts, find_previous_summary
     from .secrets import mask_messages, mask_secrets
     from .summarize import CooldownState, ExtractiveSummarizer, InMemoryCooldown, OpenAISummarizer
@@ -37,6 +37,7 @@ _LAZY = {
     "CooldownState": "summarize",
     "InMemoryCooldown": "summarize",
     "check_drift": "drift",
+    "assess_summary": "drift",
     "DriftFinding": "drift",
     "extract_facts": "facts",
     "find_previous_summary": "facts",
@@ -72,6 +73,7 @@ __all__ = [
     "TokenCounter",
     "Violation",
     "assemble",
+    "assess_summary",
     "canonical_json",
     "check_drift",
     "count_text_tokens",

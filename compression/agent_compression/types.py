@@ -7,6 +7,7 @@ the console can store them without knowing the pipeline's internals.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, Any]
@@ -114,3 +115,46 @@ class Summarizer(Protocol):
     def summarize(self, request: SummaryRequest) -> SummaryOutcome: ...
 
     async def asummarize(self, request: SummaryRequest) -> SummaryOutcome: ...
+
+
+# ---------------------------------------------------------------- drift vocabulary
+# (the values the drift package returns and the console stores; the checks live in ``agent_compression.drift``)
+
+#: the kinds of drift a finding reports
+DRIFT_KINDS = (
+    "constraint_dropped",
+    "constraint_inverted",
+    "constraint_fabricated",
+    "identifier_missing",
+    "identifier_fabricated",
+    "hedge_lost",
+    "progress_fabricated",
+    "wrong_attribution",
+)
+
+
+class Verdict(StrEnum):
+    """What the evidence says about one claim of a summary."""
+
+    SUPPORTED = "supported"
+    CONTRADICTED = "contradicted"
+    UNSUPPORTED = "unsupported"
+    CANNOT_TELL = "cannot_tell"
+
+
+class ClaimType(StrEnum):
+    """What a claim is about: a user's rule, the state of the work, a cause or place, an identifier, or else."""
+
+    REQUIREMENT = "requirement"
+    STATE = "state"
+    CAUSE = "cause"
+    IDENTIFIER = "identifier"
+    OTHER = "other"
+
+
+class Severity(StrEnum):
+    """How much a finding matters: ``high`` opens a case by itself."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"

@@ -202,35 +202,12 @@ class SummaryOut(Schema):
     drift_findings: list[Any]
     drift_checked_at: datetime | None
     drift_check: str = Field(
-        description="waiting (not checked yet), checked, or failed (retry with POST .../drift-check)"
+        "waiting", description="waiting (not checked yet), checked, or failed (retry with POST .../drift-check)"
     )
     drift_attempts: int
     drift_error: str
-    drift_claims: list[ClaimOut]
+    drift_claims: list[ClaimOut] = Field(default_factory=list)
     created_at: datetime
-
-    @staticmethod
-    def resolve_drift_check(summary: Summary) -> str:
-        if summary.drift_checked_at is not None:
-            return "checked"
-        return "failed" if drift_check_failed(summary) else "waiting"
-
-    @staticmethod
-    def resolve_drift_claims(summary: Summary) -> list[dict[str, Any]]:
-        return [
-            {
-                "line": c.get("line", 0),
-                "text": c.get("text", ""),
-                "claim_type": c.get("claim_type", "other"),
-                "certainty": c.get("certainty", "certain"),
-                "verdict": c.get("verdict", "cannot_tell"),
-                "messages": c.get("messages", []),
-                "reason": c.get("reason", ""),
-                "reason_text": REASONS.get(c.get("reason", ""), ""),
-                "note": c.get("note", ""),
-            }
-            for c in (summary.drift_assessment or {}).get("claims", [])
-        ]
 
 
 #: a run's outcome; ``nothing``: it left the history as it was (nothing to compress), not a compression
@@ -297,7 +274,26 @@ class RunOut(Schema):
 
 
 def summary_payload(summary: Summary) -> dict[str, Any]:
-    return SummaryOut.from_orm(summary).dict()
+    data = SummaryOut.from_orm(summary).dict()
+    checked, failed = summary.drift_checked_at is not None, drift_check_failed(summary)
+    data["drift_check"] = "checked" if checked else "failed" if failed else "waiting"
+    data["drift_claims"] = [_claim(c) for c in (summary.drift_assessment or {}).get("claims", [])]
+    return data
+
+
+def _claim(claim: dict[str, Any]) -> dict[str, Any]:
+    reason = str(claim.get("reason") or "")
+    return {
+        "line": claim.get("line", 0),
+        "text": claim.get("text", ""),
+        "claim_type": claim.get("claim_type", "other"),
+        "certainty": claim.get("certainty", "certain"),
+        "verdict": claim.get("verdict", "cannot_tell"),
+        "messages": claim.get("messages", []),
+        "reason": reason,
+        "reason_text": REASONS.get(reason, ""),
+        "note": claim.get("note", ""),
+    }
 
 
 class CompressOut(Schema):

@@ -17,7 +17,7 @@ from django.db.models import Count, F, FloatField, Q, Sum, TextField
 from django.db.models.functions import Cast, Substr, TruncDate
 from django.utils import timezone
 
-from agent_compression.drift import DRIFT_KINDS
+from agent_compression.types import DRIFT_KINDS
 
 from ..models import CompressionRun, DriftCase, Summary
 

@@ -16,7 +16,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agent_compression.drift import DRIFT_KINDS, assess_summary
+from agent_compression.drift import assess_summary
+from agent_compression.types import DRIFT_KINDS
 
 from ..audit import audit
 from ..errors import Conflict, InvalidInput, NotFound, ServiceError

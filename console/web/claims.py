@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_compression.drift import REASONS
+
 from ..display import mask_unless_revealed
 from ..models import Summary
 from . import labels
@@ -55,7 +57,7 @@ def _claim_row(claim: dict[str, Any], summary: Summary) -> ClaimRow:
         verdict_label=labels.label(labels.VERDICTS, verdict),
         type_label=labels.label(labels.CLAIM_TYPES, claim.get("claim_type") or "other"),
         certainty_label=labels.CERTAINTIES.get(str(claim.get("certainty") or ""), ""),
-        reason_label=labels.label(labels.REASONS, reason, "") if reason else "",
+        reason_label=labels.label(labels.DETAILS, reason, REASONS.get(reason, "")) if reason else "",
         note=mask_unless_revealed(str(claim.get("note") or "")),
         sources=[(i, source_link(summary.archive, i)) for i in indexes],
     )

@@ -244,7 +244,7 @@ SEVERITIES: dict[str, Label] = {
     "low": gettext_lazy("low"),
 }
 
-#: what a finding means, by ``DriftFinding.code`` (``agent_compression.drift.DETAILS``)
+#: what a finding means, by ``DriftFinding.code`` (``agent_compression.drift.REASONS``)
 DETAILS: dict[str, Label] = {
     "negation_missing": gettext_lazy("the summary states the constrained action without its negation"),
     "requirement_negated": gettext_lazy("the summary negates a requirement"),
@@ -290,7 +290,7 @@ DETAILS: dict[str, Label] = {
     "progress_unsupported": gettext_lazy("the summary claims as done what no tool result or message shows"),
 }
 #: findings stored before they carried a code: their English detail, back to the code
-_CODE_OF_DETAIL = {english: code for code, english in drift_checks.DETAILS.items()}
+_CODE_OF_DETAIL = {english: code for code, english in drift_checks.REASONS.items()}
 
 
 def detail_label(finding: Mapping[str, Any]) -> Any:

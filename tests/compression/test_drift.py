@@ -522,16 +522,17 @@ def test_every_warning_code_and_detail_code_is_listed():
     from pathlib import Path
 
     import agent_compression.drift as drift
+    import agent_compression.drift.legacy as legacy
     import agent_compression.pipeline as pipeline
 
     written = set(re.findall(r'CompressionWarning\(\s*"(\w+)"', Path(pipeline.__file__).read_text()))
     assert written == set(pipeline.WARNING_CODES)
-    source = Path(drift.__file__).read_text()
+    source = Path(legacy.__file__).read_text()
     checks = source[source.index("# ---------------------------------------------------------------- checks") :]
     quoted = set(re.findall(r'"([a-z]+(?:_[a-z]+)+)"', checks))
     codes = quoted - set(drift.DRIFT_KINDS) - {"segment", "context"}
-    assert codes <= set(drift.DETAILS), codes - set(drift.DETAILS)
-    assert set(drift.DETAILS) <= quoted, set(drift.DETAILS) - quoted
+    assert codes <= set(drift.REASONS), codes - set(drift.REASONS)
+    assert set(drift.REASONS) <= quoted, set(drift.REASONS) - quoted
 
 
 # ---------------------------------------------------------------- rules from real model output (issue 17)

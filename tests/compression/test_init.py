@@ -34,6 +34,7 @@ EXPECTED = [
     "TokenCounter",
     "Violation",
     "assemble",
+    "assess_summary",
     "canonical_json",
     "check_drift",
     "count_text_tokens",

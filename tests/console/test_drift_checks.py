@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from console.celery import tasks_inline
 from console.models import AuditEvent, DriftCase, Summary
 from console.services import drift as drift_service
 from console.services.drift import check_summary_drift, drift_check_failed
@@ -63,7 +64,7 @@ def test_the_page_shows_the_failed_check_and_an_operator_retries_it(
     assert f'action="/summaries/{summary.pk}/drift-check"' in page
 
     monkeypatch.undo()
-    with django_capture_on_commit_callbacks(execute=True):
+    with tasks_inline(), django_capture_on_commit_callbacks(execute=True):
         response = as_operator.post(f"/summaries/{summary.pk}/drift-check")
     assert response.status_code == 303
     summary.refresh_from_db()
@@ -85,7 +86,7 @@ def test_the_api_retries_a_failed_check_and_refuses_a_checked_one(
     assert as_viewer.post(f"/api/v1/summaries/{summary.pk}/drift-check").status_code == 403
 
     monkeypatch.undo()
-    with django_capture_on_commit_callbacks(execute=True):
+    with tasks_inline(), django_capture_on_commit_callbacks(execute=True):
         response = as_operator.post(f"/api/v1/summaries/{summary.pk}/drift-check")
     assert response.status_code == 202, response.content
     body = as_viewer.get(f"/api/v1/summaries/{summary.pk}").json()

@@ -65,7 +65,7 @@ def test_every_drift_kind_detail_code_and_fact_kind_has_a_label():
     assert not _missing(drift_checks.DRIFT_KINDS, labels.FINDING_KINDS), _missing(
         drift_checks.DRIFT_KINDS, labels.FINDING_KINDS
     )
-    assert set(labels.DETAILS) == set(drift_checks.DETAILS), set(drift_checks.DETAILS) ^ set(labels.DETAILS)
+    assert set(labels.DETAILS) == set(drift_checks.REASONS), set(drift_checks.REASONS) ^ set(labels.DETAILS)
     assert set(labels.FACT_KINDS) == set(FACT_KINDS), set(FACT_KINDS) ^ set(labels.FACT_KINDS)
 
 
@@ -136,7 +136,7 @@ def test_a_warning_is_translated_from_its_params_and_falls_back_to_its_message()
 
 def test_a_finding_detail_is_translated_by_code_or_by_its_stored_english():
     code = "hedge_dropped"
-    english = drift_checks.DETAILS[code]
+    english = drift_checks.REASONS[code]
     with translation.override("zh-hans"):
         by_code = str(labels.detail_label({"code": code, "detail": english}))
         assert CJK.search(by_code)

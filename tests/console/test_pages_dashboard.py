@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from agent_compression.drift import DRIFT_KINDS
+from agent_compression.types import DRIFT_KINDS
 from console.models import Archive, CompressionRun, DriftCase, Session, Summary
 from console.services.dashboard import dashboard_metrics
 from console.web.charts import Category, Series, bar_chart, compact, hbar_chart, nice_ticks
