@@ -255,7 +255,15 @@ class ConsoleReporter:
                     self._changed.notify_all()
 
     def _deliver(self, item: _Report) -> None:
-        body = json.dumps(report_body(item), ensure_ascii=False).encode("utf-8")
+        fields = report_body(
+            item.session_key,
+            item.messages,
+            item.result,
+            output=item.output,
+            focus_topic=item.focus_topic,
+            mask_key=item.mask_key,
+        )
+        body = json.dumps(fields, ensure_ascii=False).encode("utf-8")
         attempt = 0
         while True:
             answer = self._attempt(body, item.idempotency_key)
@@ -313,33 +321,44 @@ class ConsoleReporter:
         log.warning("agent_compression reporter: %s", error)
 
 
-def report_body(item: _Report) -> dict[str, Any]:
-    """The endpoint's JSON body for one report, every string masked (the archive is the input's own slice)."""
+def report_body(
+    session_key: str,
+    messages: Sequence[dict[str, Any]],
+    result: CompressionResult,
+    *,
+    output: Sequence[dict[str, Any]] | None = None,
+    focus_topic: str | None = None,
+    mask_key: MaskKey = None,
+) -> dict[str, Any]:
+    """The endpoint's JSON body for one compression of ``messages``, every string masked under ``mask_key``.
+
+    ``output``: the result's messages as they were when it was queued (default ``result.messages``). The
+    archive is sent as the masked input's own slice, so the console finds it there.
+    """
     masked: dict[int, Any] = {}
 
     def mask(message: dict[str, Any]) -> Any:
         found = masked.get(id(message))
         if found is None:
-            found = masked[id(message)] = mask_message(message, item.mask_key)
+            found = masked[id(message)] = mask_message(message, mask_key)
         return found
 
-    result = item.result
     body: dict[str, Any] = {
-        "session_key": item.session_key,
-        "input_messages": [mask(m) for m in item.messages],
-        "output_messages": [mask(m) for m in item.output],
+        "session_key": session_key,
+        "input_messages": [mask(m) for m in messages],
+        "output_messages": [mask(m) for m in (result.messages if output is None else output)],
     }
     archive = result.archive
     if archive is not None and archive.end > archive.start:
         body["archive_messages"] = body["input_messages"][archive.start : archive.end]
         if result.summary_text:
-            body["summary_text"] = mask_secrets(result.summary_text, item.mask_key)
-            provenance = {}
+            body["summary_text"] = mask_secrets(result.summary_text, mask_key)
+            provenance: dict[str, Any] = {}
             if result.summary is not None:
                 provenance = {f: getattr(result.summary, f) for f in _PROVENANCE_FIELDS}
                 provenance["latency_ms"] = round(result.summary.latency_ms, 1)
-            if item.focus_topic:
-                provenance["focus_topic"] = mask_secrets(item.focus_topic, item.mask_key)
+            if focus_topic:
+                provenance["focus_topic"] = mask_secrets(focus_topic, mask_key)
             body["provenance"] = provenance
     return body
 
