@@ -215,8 +215,13 @@ class ConsoleReporter:
 
     def close(self, timeout: float | None = 5.0) -> bool:
         """Flush for up to ``timeout`` seconds, then stop the thread; reports still queued are dropped (and
-        counted). Later ``report()`` calls are dropped too. True when everything queued was sent or given up."""
+        counted). Later ``report()`` calls are dropped too. True when everything queued was sent or given up.
+
+        A report being sent when the thread is stopped finishes its attempt (it is not retried after it).
+        Closing again returns at once."""
         with self._changed:
+            if self._stop.is_set():
+                return not self._queue and not self._busy
             self._closed = True
         done = self.flush(timeout)
         self._stop.set()

@@ -6,7 +6,6 @@ it takes it down and up, slows it, or loses an answer after the console stored t
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -45,7 +44,7 @@ def proxy(live_server) -> Iterator[FlakyProxy]:
     flaky = FlakyProxy(port)
     flaky.up()
     yield flaky
-    flaky.down()
+    flaky.close()
 
 
 def reporter(url: str, key: str, **options: Any) -> ConsoleReporter:
@@ -116,24 +115,23 @@ def test_reports_made_while_the_console_is_down_arrive_once_when_it_is_back(prox
 
 @pytest.mark.faults
 def test_a_slow_console_does_not_slow_compress(proxy, api_key):
-    proxy.delay = 2.0
+    proxy.delay = 5.0  # each answer takes 5 s
     messages = history()
-    plain = Compressor(CONFIG)
     with reporter(proxy.url, api_key, session_key="rt:slow", timeout=10.0) as sender:
-        reporting = Compressor(CONFIG, reporter=sender)
-        without, with_reporter = [], []
-        for _ in range(15):
-            for compressor, times in ((plain, without), (reporting, with_reporter)):
-                started = time.perf_counter()
-                compressor.compress(messages)
-                times.append(time.perf_counter() - started)
-        # every report is still waiting on the console (2 s each) while compress() already returned 15 times
-        assert sender.stats.sent == 0 and sender.stats.pending == 15
-        overhead = statistics.median(with_reporter) - statistics.median(without)
-        assert max(with_reporter) < 1.0, with_reporter
-        assert overhead < 0.25 * statistics.median(without) + 0.005, (with_reporter, without)
-        sender.close(timeout=0.1)
-    assert sender.stats.dropped >= 13  # close() does not wait for a slow console past its timeout
+        compressor = Compressor(CONFIG, reporter=sender)
+        took = []
+        for _ in range(10):
+            started = time.perf_counter()
+            compressor.compress(messages)
+            took.append(time.perf_counter() - started)
+        # ten compressions returned before the console answered one report (bench/reporter.py measures the cost)
+        assert sum(took) < proxy.delay, took
+        assert sender.stats.sent == 0 and sender.stats.pending == 10
+        started = time.perf_counter()
+        assert sender.close(timeout=0.2) is False
+        assert time.perf_counter() - started < 2.0
+        # the nine queued are dropped; the one waiting for its answer ends with that attempt
+        assert (sender.stats.dropped, sender.stats.pending) == (9, 1)
 
 
 @pytest.mark.faults

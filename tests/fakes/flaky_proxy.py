@@ -33,6 +33,7 @@ class FlakyProxy:
         self.lost = 0
         self._listener: socket.socket | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     def up(self) -> None:
         listener = socket.socket()
@@ -49,6 +50,12 @@ class FlakyProxy:
             with contextlib.suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)
             listener.close()
+
+    def close(self) -> None:
+        """Down for good: a request still waiting out ``delay`` is not passed on (it would reach the
+        live server during a later test)."""
+        self._closed = True
+        self.down()
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -67,6 +74,8 @@ class FlakyProxy:
         with client:
             if self.delay:
                 time.sleep(self.delay)
+            if self._closed:
+                return
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30)
             except OSError:
