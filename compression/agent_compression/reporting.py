@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import threading
 import time
@@ -119,7 +120,7 @@ class ConsoleReporter:
     """Sends each compression to the console from one background daemon thread. See the module docstring.
 
     ``base_url``: the console's address (``https://console.example``); ``api_key``: a key of a role that may
-    compress (``manage.py create_api_key NAME operator``). ``session_key``: the console session reports go
+    compress (``manage.py create_api_key --name NAME --role operator``). ``session_key``: the console session reports go
     to when ``compress()`` names none (``compress(..., session_key=...)``). ``queue_size``: reports held at
     most; ``timeout``: seconds per request; ``retries``: attempts after the first for a transient failure
     (``None``: until the console answers or ``close()``); ``backoff``: the first wait in seconds, doubled per
@@ -141,7 +142,7 @@ class ConsoleReporter:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
         if not api_key:
-            raise ValueError("api_key is empty: create one with `manage.py create_api_key NAME operator`")
+            raise ValueError("api_key is empty: create one with `manage.py create_api_key --name NAME --role operator`")
         if queue_size < 1:
             raise ValueError("queue_size must be at least 1")
         if timeout <= 0 or backoff < 0 or max_backoff < backoff:
@@ -156,13 +157,19 @@ class ConsoleReporter:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._api_key = api_key
+        self._closed = False
+        self._counts = {"queued": 0, "sent": 0, "replayed": 0, "retries": 0, "dropped": 0, "failed": 0}
+        self._last_error = ""
+        self._start()
+
+    def _start(self) -> None:
+        """A queue, a lock and a thread of this process's own (again in a child after ``fork``: the
+        parent's thread does not exist there, and the parent's queued reports are the parent's to send)."""
+        self._pid = os.getpid()
         self._queue: deque[_Report] = deque()
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._busy = False
-        self._closed = False
-        self._counts = {"queued": 0, "sent": 0, "replayed": 0, "retries": 0, "dropped": 0, "failed": 0}
-        self._last_error = ""
         self._thread = threading.Thread(target=self._run, name="agent-compression-reporter", daemon=True)
         self._thread.start()
 
@@ -182,6 +189,8 @@ class ConsoleReporter:
     ) -> None:
         """Queue one compression (``messages``: its input) for the console; returns at once, never raises."""
         key = session_key or self.session_key
+        if self._pid != os.getpid() and not self._closed:  # a forked worker process (gunicorn, Celery prefork)
+            self._start()
         with self._changed:
             if self._closed:
                 self._counts["dropped"] += 1

@@ -5,6 +5,7 @@ Delivery to a live console (outage, lost answers, a slow console, overflow) is i
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Any
 
@@ -110,3 +111,21 @@ def test_a_console_that_cannot_be_reached_fails_the_report_after_its_retries():
 def test_it_refuses_a_bad_setting_when_made(args, options, problem):
     with pytest.raises(ValueError, match=problem):
         ConsoleReporter(*args, **options)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_worker_process_gets_a_thread_of_its_own():
+    reporter = ConsoleReporter(closed_port_url(), "key", session_key="rt:1", retries=0)
+    result = Compressor(CONFIG).compress(history())
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's thread does not exist here
+        try:
+            reporter.report(history(), result)
+            delivered = reporter.flush(10) and reporter.stats.failed == 1 and reporter.stats.queued == 1
+            os._exit(0 if delivered else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert reporter.stats.queued == 0  # the child's report was the child's
+    reporter.close()
