@@ -63,7 +63,7 @@ def _whole(kind: str) -> Replace:
 
 #: values of ``password=`` style assignments that are not secrets
 _NOT_SECRETS = frozenset({"true", "false", "null", "none", "nil", "undefined", "required", "optional", "string"})
-#: a value that names where a secret is, not the secret: a path (``PWD=/home/ci``, ``password_file: ./db.pw``), a
+#: a value that names where a secret is, not the secret: a path (``PWD=/srv/ci``, ``password_file: ./db.pw``), a
 #: variable (``$DB_PASSWORD``, ``${TOKEN}``) or a template (``{{ secrets.TOKEN }}``)
 _REFERENCE = re.compile(r"(?:~?/|\.\.?/)[\w./@+-]*|\$\{?\w+\}?|\{\{.*\}\}", re.S)
 

@@ -99,7 +99,7 @@ class TestNamesInText:
     @pytest.mark.parametrize(
         "text",
         [
-            "PWD=/home/ci/project OLDPWD=/tmp",
+            "PWD=/srv/ci/project OLDPWD=/tmp",
             "password=$DB_PASSWORD token: ${{ secrets.TOKEN }}",
             "max_tokens=512 token_count: 77 tokens: 1200",
             "the author: Jane, authored 3 files",
@@ -128,7 +128,7 @@ class TestCredentialsWithoutAPrefix:
         [
             hashlib.sha1(b"x").hexdigest(),  # a git sha
             hashlib.sha256(b"x").hexdigest(),
-            "/home/runner/work/ProjectName2/src/auth/TokenStore.py",
+            "/srv/runner/builds/ProjectName2/src/auth/TokenStore.py",
             "django/contrib/auth/tokens/PasswordResetTokenGenerator",
             "PasswordResetTokenGeneratorTests2",
             "test_password_reset_token_generator_2024",
