@@ -419,8 +419,11 @@ def test_no_raw_secret_in_any_log_line(world, log_lines, as_viewer):
     assert not leaks(lines), lines
 
 
-def test_search_text_is_stored_masked(world):
+def test_search_text_is_stored_masked(world, as_viewer):
     assert not Message.objects.filter(text__contains=SECRET_KEY_PLANT.secret).exists()
+    for value in NAMED_SECRETS.values():  # under secret-named keys of tool-call arguments
+        assert not Message.objects.filter(text__contains=value).exists(), value
+        assert f"/sessions/{world.session.pk}/" not in as_viewer.get("/", {"q": value}).content.decode()
     assert Session.objects.get(pk=world.session.pk).masked_key == mask_text(MAIN_KEY)
 
 
