@@ -572,3 +572,16 @@ def test_sorting_by_key_is_not_an_oracle(db, login, monkeypatch):
         assert _recover_by_sorting(login(role), hidden, known, 4) != secret[:4], role
     monkeypatch.setattr("console.queries.key_order", lambda prefix="": F(f"{prefix}key"))
     assert _recover_by_sorting(login("viewer"), hidden, known, 4) == secret[:4]
+
+
+def test_audit_values_are_masked_by_the_keys_they_sit_under(world):
+    """An audit event's before/after (any JSON) is masked as a structure on the audit page and in the API."""
+    from console.audit import audit
+
+    audit(world.admin_user, "session.update", world.session, before={"metadata": {}}, after={"metadata": NAMED})
+    admin = Client()
+    admin.force_login(world.admin_user)
+    page = admin.get("/audit/").content.decode()
+    assert "session.update" in page and not leaks(page)
+    events = world.api("get", "/audit-events", world.admin_key, action="session.update").content.decode()
+    assert "session.update" in events and not leaks(events)
