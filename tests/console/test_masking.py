@@ -585,3 +585,15 @@ def test_audit_values_are_masked_by_the_keys_they_sit_under(world):
     assert "session.update" in page and not leaks(page)
     events = world.api("get", "/audit-events", world.admin_key, action="session.update").content.decode()
     assert "session.update" in events and not leaks(events)
+
+
+def test_no_field_of_the_api_is_masked_by_its_own_name():
+    """The API masks every response by key name too: a field of its own named like a secret (``token_count`` is
+    not, ``token`` would be) would come out as a placeholder. Only the webhook's signing ``secret`` (shown once,
+    on purpose: ``reveal_this_response``) and the ``rotate_secret`` flag (input, a boolean) are."""
+    from agent_compression.secret_names import is_secret_name
+
+    schemas = api.get_openapi_schema(path_prefix="")["components"]["schemas"]
+    fields = {name for schema in schemas.values() for name in (schema.get("properties") or {})}
+    assert len(fields) > 50
+    assert {name for name in fields if is_secret_name(name)} == {"secret", "rotate_secret"}
