@@ -26,7 +26,7 @@ from agent_compression.summary_message import parse_summary_message
 from agent_compression.tokens import count_tokens
 
 from .errors import ArchiveCorrupted
-from .masking import mask_text, masked_key
+from .masking import mask_text, mask_value, masked_key
 
 
 class Immutable(models.Model):
@@ -60,6 +60,12 @@ def searchable_text(message: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def masked_search_text(message: dict[str, Any]) -> str:
+    """What ``Message.text`` holds: :func:`searchable_text` of the message masked as a reader sees it (a tool
+    call's arguments as JSON, so a value under a secret-named key is masked too), then as text."""
+    return mask_text(searchable_text(mask_value(message)))
+
+
 class Message(models.Model):
     sha256 = models.CharField(max_length=64, primary_key=True)
     role = models.CharField(max_length=16)
@@ -84,7 +90,7 @@ class Message(models.Model):
                     sha256=key,
                     role=str(data.get("role", "")),
                     data=data,
-                    text=mask_text(searchable_text(data)),
+                    text=masked_search_text(data),
                     tokens=count_tokens([data]),
                 )
         cls.objects.bulk_create(list(new.values()), ignore_conflicts=True, batch_size=500)

@@ -322,6 +322,9 @@ WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 WEBHOOK_RETRY_SECONDS = env_float("WEBHOOK_RETRY_SECONDS", 10.0, minimum=0.0)
 WEBHOOK_RETRY_MAX_SECONDS = env_float("WEBHOOK_RETRY_MAX_SECONDS", 900.0, minimum=0.0)
 WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0, minimum=0.1)
+#: webhooks go to public addresses only (console/services/egress.py); these host names (as written in the URL;
+#: ".internal" for a domain and its subdomains) may be private receivers
+WEBHOOK_ALLOWED_HOSTS = env_list("WEBHOOK_ALLOWED_HOSTS", "")
 #: the console's address as receivers should link to it (empty: payloads carry paths only)
 CONSOLE_URL = env_url("CONSOLE_URL", {"http", "https"}).rstrip("/")
 CELERY_BEAT_SCHEDULE = {

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..display import mask_unless_revealed
+from ..masking import value_for_reader
 from ..models import AuditEvent, Session
 from ..queries import AuditQuery
 from ..roles import AUDIT
@@ -126,7 +127,9 @@ def audit_rows(events: list[AuditEvent]) -> list[AuditRow]:
         name = event.object_id[:12] if event.object_type == "message" else event.object_id
         if event.object_type == "session" and event.object_id.isdigit():
             name = session_keys.get(int(event.object_id), name)
-        found = changes(event.before, event.after)
+        # masked as structures first: a value under a secret-named key is masked by its key, at any depth
+        before, after = value_for_reader(event.before), value_for_reader(event.after)
+        found = changes(before, after)
         if event.action == "summary.promote":  # an event stored without the new id: not a removal
             found = [c for c in found if not (c[0] == "live_summary" and c[2] == "null")]
         rows.append(
@@ -136,8 +139,8 @@ def audit_rows(events: list[AuditEvent]) -> list[AuditRow]:
                 link=object_link(event),
                 changes=found[:CHANGES_SHOWN],
                 more=max(0, len(found) - CHANGES_SHOWN),
-                before=pretty(event.before),
-                after=pretty(event.after),
+                before=pretty(before),
+                after=pretty(after),
                 sentence=sentence(event),
             )
         )
