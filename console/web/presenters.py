@@ -21,6 +21,7 @@ from agent_compression.types import SUMMARY_MARKER
 from ..display import link_references, mask_unless_revealed, render_markdown
 from ..errors import InvalidInput
 from ..models import Archive, CompressionRun, DriftCase, Message, Summary
+from ..services.promotion import finding_key
 from ..services.runs import config_snapshot
 from ..services.validation import session_config
 from . import labels, load_messages
@@ -202,12 +203,6 @@ def finding_row(finding: dict[str, Any], archive: Archive) -> dict[str, Any]:
 
 def finding_rows(summary: Summary) -> list[dict[str, Any]]:
     return [finding_row(finding, summary.archive) for finding in summary.drift_findings or []]
-
-
-def finding_key(finding: dict[str, Any]) -> tuple[str, str]:
-    """Two versions raise "the same" finding when it is of one kind about one quote (the original's, else theirs)."""
-    evidence = finding.get("evidence") or {}
-    return str(finding.get("kind") or ""), str(evidence.get("original") or evidence.get("summary") or "")
 
 
 def split_by_key(a: list[dict[str, Any]], b: list[dict[str, Any]], key: Any) -> dict[str, list[dict[str, Any]]]:

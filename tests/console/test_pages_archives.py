@@ -405,7 +405,7 @@ def test_it_promotes_from_the_comparison_and_the_session_changes(as_operator, ar
     preview = as_operator.get(f"/summaries/{drifting.pk}/promote", headers=HX)
     assert "is replaced by this version" in html_of(preview)
 
-    response = as_operator.post(f"/summaries/{drifting.pk}/promote", headers=HX)
+    response = as_operator.post(f"/summaries/{drifting.pk}/promote", {"acknowledge_drift": "1"}, headers=HX)
 
     assert response.status_code == 200
     session = Session.objects.get(pk=archive.session_id)

@@ -63,9 +63,11 @@ def get_summary(request: HttpRequest, summary_id: int) -> dict[str, Any]:
     response={200: schemas.PromoteOut, **ERRORS},
     summary="Put this summary into the live session in place of the current one",
 )
-def promote(request: HttpRequest, summary_id: int) -> dict[str, Any]:
+def promote(request: HttpRequest, summary_id: int, payload: schemas.PromoteIn | None = None) -> dict[str, Any]:
+    """409 naming them when the summary has open high-severity drift findings, unless ``acknowledge_drift``."""
     require(request, PROMOTE, "promote summaries")
-    session = summaries.promote_summary(summary_id, user=request.user)
+    acknowledge = payload.acknowledge_drift if payload is not None else False
+    session = summaries.promote_summary(summary_id, user=request.user, acknowledge_drift=acknowledge)
     return {
         "summary": schemas.summary_payload(Summary.objects.get(pk=summary_id)),
         "session": session.key,

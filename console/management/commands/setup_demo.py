@@ -229,7 +229,7 @@ class Command(BaseCommand):
         case = drifted.drift_cases.first() if drifted else None
         if drifted is None or case is None:
             return
-        promote_summary(drifted.pk, operator)
+        promote_summary(drifted.pk, operator, acknowledge_drift=True)  # the mistake the loop then fixes
         update_drift_case(
             case.pk,
             {"claim": True, "status": DriftCase.Status.CONFIRMED, "verdict": "Drops the payments-db rule (#25)."},
