@@ -14,7 +14,9 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from agent_compression.facts import COMPRESSOR_TEXTS, history_indexes, history_position
+from agent_compression.facts import COMPRESSOR_TEXTS, PINNED_HEADING, history_indexes, history_position
+from agent_compression.language import detect_language
+from agent_compression.summary_body import HEADINGS_ZH
 from agent_compression.summary_message import is_summary_message
 from agent_compression.types import SUMMARY_MARKER
 
@@ -351,8 +353,25 @@ def history_numbers(archive: Archive) -> list[int | None]:
     return history_indexes([special.get(k, {}) for k in archive.message_keys], archive.start)
 
 
+#: the pinned facts' name in a Chinese summary, as the pages show it (the stored heading stays English: the library
+#: parses it back, ``agent_compression.facts.pinned_facts_of``)
+PINNED_TITLE_ZH = "固定事实"
+
+
+def in_session_language(text: str) -> str:
+    """A summary's text with its headings in the language it is written in: a Chinese summary's sections already
+    are (``HEADINGS_ZH``), and its pinned facts are named in Chinese too, heading and mentions."""
+    zh_headings = {h for h in HEADINGS_ZH.values()}
+    chinese = any(line.strip() in zh_headings for line in text.splitlines()) or detect_language(text) == "zh"
+    if not chinese:
+        return text
+    return text.replace(PINNED_HEADING, f"## {PINNED_TITLE_ZH}").replace(PINNED_HEADING[3:], PINNED_TITLE_ZH)
+
+
 def summary_html(summary: Summary, href_for: Callable[[int], str | None] | None = None) -> SafeString:
-    """A summary's text as the summary, run and drift case pages show it: Markdown, sanitized, ``#N`` linked."""
+    """A summary's text as the summary, run and drift case pages show it: Markdown, sanitized, ``#N`` linked,
+    headings in the summary's own language."""
     if not summary.text:
         return SafeString("")
-    return link_references(render_markdown(summary.text), href_for or References(summary.archive).href)
+    text = in_session_language(summary.text)
+    return link_references(render_markdown(text), href_for or References(summary.archive).href)

@@ -244,6 +244,15 @@ def summary_events(session: Session) -> list[dict[str, Any]]:
     return events[:SUMMARY_EVENTS]
 
 
+def metadata_value(value: Any) -> str:
+    """A metadata value as the session page shows it: text as it is, true/false in words, empty as "—"."""
+    if value is None or value == "" or value == [] or value == {}:
+        return labels.EMPTY
+    if isinstance(value, bool):
+        return str(_("yes") if value else _("no"))
+    return mask_unless_revealed(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))[:200]
+
+
 def _header(session: Session) -> dict[str, Any]:
     try:
         config = session_config(session)
@@ -253,8 +262,7 @@ def _header(session: Session) -> dict[str, Any]:
     # masked as a whole, so a value is masked by the secret-named key it sits under, at any depth
     shown = value_for_reader({k: v for k, v in list((session.metadata or {}).items())[:13] if k != "channel"})
     metadata = [
-        (str(k)[:60], mask_unless_revealed(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))[:200])
-        for k, v in list(shown.items())[:12]
+        (labels.label(labels.METADATA_KEYS, str(k)[:60]), metadata_value(v)) for k, v in list(shown.items())[:12]
     ]
     return {
         "session": session,
