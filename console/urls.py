@@ -5,13 +5,27 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .web import archives, dashboard, drift, exports, health, messages, notifications, runs, sessions, summaries
+from .web import (
+    archives,
+    dashboard,
+    drift,
+    exports,
+    health,
+    messages,
+    notifications,
+    runs,
+    runs_table,
+    sessions,
+    summaries,
+)
 from .web.audit_log import audit_log
 
 urlpatterns = [
     path("", sessions.session_list, name="home"),
     path("sessions/<int:pk>/", sessions.session_detail, name="session"),
     path("sessions/<int:pk>/compress", sessions.compress, name="compress"),
+    path("runs/", runs_table.runs_table, name="runs"),
+    path("runs/export.csv", runs_table.runs_csv, name="runs_csv"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/progress", sessions.run_progress, name="run_progress"),
     path("runs/<int:pk>/diff", runs.run_diff, name="run_diff"),

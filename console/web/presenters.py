@@ -17,12 +17,12 @@ from django.utils.translation import gettext as _
 from agent_compression.facts import COMPRESSOR_TEXTS, PINNED_HEADING, history_indexes, history_position
 from agent_compression.language import detect_language
 from agent_compression.summary_body import HEADINGS_ZH
-from agent_compression.summary_message import is_summary_message
+from agent_compression.summary_message import is_summary_message, parse_summary_message
 from agent_compression.types import SUMMARY_MARKER
 
 from ..display import link_references, mask_unless_revealed, render_markdown
 from ..errors import InvalidInput
-from ..models import Archive, CompressionRun, DriftCase, Message, Summary
+from ..models import Archive, CompressionRun, DriftCase, Message, SessionEntry, Summary
 from ..services.promotion import finding_key
 from ..services.runs import config_snapshot
 from ..services.validation import session_config
@@ -137,14 +137,41 @@ def _basic_provenance(summary: Summary) -> Provenance:
 
 
 def versions_of(archive: Archive) -> list[Summary]:
-    """The archive's summaries oldest first, numbered v1, v2, ... and with their provenance labels."""
+    """The archive's summaries oldest first, numbered v1, v2, ... and with their provenance labels and states."""
     rows = list(archive.summaries.select_related("created_by", "parent", "promoted_by").order_by("created_at", "id"))
     numbers = {s.pk: n for n, s in enumerate(rows, 1)}
+    live = live_summary_ids(archive.session_id)
     for summary in rows:
         summary.number = numbers[summary.pk]  # type: ignore[attr-defined]
         summary.parent_number = numbers.get(summary.parent_id or 0)  # type: ignore[attr-defined]
         summary.label = provenance(summary)  # type: ignore[attr-defined]
+        with_state(summary, live)
     return rows
+
+
+def live_summary_ids(session_id: int) -> set[str]:
+    """The ids of the summaries the session's live history carries (one query)."""
+    entries = SessionEntry.objects.filter(
+        session_id=session_id, message__role="user", message__text__startswith=SUMMARY_MARKER
+    )
+    found = set()
+    for data in entries.values_list("message__data", flat=True):
+        parsed = parse_summary_message(data)
+        if parsed and parsed[0].get("id"):
+            found.add(str(parsed[0]["id"]))
+    return found
+
+
+def with_state(summary: Summary, live: set[str]) -> Summary:
+    """``state`` and ``state_label``: an active summary is *live* when the history carries it, else it was *merged*
+    into a later one (its session was compressed again over it); others by their status. One live per session."""
+    if summary.status == Summary.Status.ACTIVE:
+        state = "live" if summary.summary_id in live else "merged"
+        label = _("live") if state == "live" else _("merged into a later summary")
+    else:
+        state, label = summary.status, summary.get_status_display()
+    summary.state, summary.state_label = state, label  # type: ignore[attr-defined]
+    return summary
 
 
 def active_of(versions: list[Summary]) -> Summary | None:
