@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from agent_compression.facts import COMPRESSOR_TEXTS, PINNED_HEADING, history_indexes, history_position
 from agent_compression.language import detect_language
 from agent_compression.summary_body import HEADINGS_ZH
-from agent_compression.summary_message import is_summary_message, parse_summary_message
+from agent_compression.summary_message import is_summary_message, parse_summary_message, summary_history_range
 from agent_compression.types import SUMMARY_MARKER
 
 from ..display import link_references, mask_unless_revealed, render_markdown
@@ -283,6 +283,7 @@ class References:
     def __init__(self, archive: Archive) -> None:
         self.archive = archive
         self._messages: dict[int, list[dict[str, Any]]] = {}
+        self._numbers: dict[int, tuple[dict[int, int], list[tuple[int, int, int]]]] = {}
         self._earlier: list[Archive] | None = None
         self._found: dict[int, tuple[Archive, int] | None] = {}
         self._input: list[dict[str, Any]] | None = None
@@ -294,13 +295,31 @@ class References:
             self._messages[archive.pk] = [rows[k][0] if k in rows else {} for k in archive.message_keys]
         return self._messages[archive.pk]
 
+    def _numbering(self, archive: Archive) -> tuple[dict[int, int], list[tuple[int, int, int]]]:
+        """``archive``'s history numbering, computed once: the position of each history index, and the
+        ``(first, last, position)`` of each earlier summary message (what ``history_position`` searches)."""
+        if archive.pk not in self._numbers:
+            messages = self._load(archive)
+            exact: dict[int, int] = {}
+            spans: list[tuple[int, int, int]] = []
+            numbering = zip(history_indexes(messages, archive.start), messages, strict=True)
+            for position, (index, message) in enumerate(numbering):
+                if index is not None:
+                    exact.setdefault(index, position)
+                elif isinstance(message, dict) and (span := summary_history_range(message)) is not None:
+                    spans.append((span[0], span[1], position))
+            self._numbers[archive.pk] = (exact, spans)
+        return self._numbers[archive.pk]
+
     def _place(self, archive: Archive, n: int) -> tuple[int | None, bool]:
-        """``(index in the run input, whether it is an original)`` of ``#n`` in ``archive``."""
-        messages = self._load(archive)
-        position = history_position(messages, n, archive.start)
-        if position is None:
+        """``(index in the run input, whether it is an original)`` of ``#n`` in ``archive``: the first position
+        that is ``#n`` or a summary standing for it (as ``history_position`` answers, without a scan per ``#n``)."""
+        exact, spans = self._numbering(archive)
+        found = [p for p in (exact.get(n), *(p for a, b, p in spans if a <= n <= b)) if p is not None]
+        if not found:
             return None, False
-        return archive.start + position, not is_summary_message(messages[position])
+        position = min(found)
+        return archive.start + position, not is_summary_message(self._load(archive)[position])
 
     def locate(self, n: int) -> tuple[Archive, int] | None:
         """The archive holding the original ``#n`` and its index in that archive's run input, else ``None``."""
