@@ -1,11 +1,14 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
 from .web import (
+    api_keys,
     archives,
     dashboard,
     drift,
@@ -19,6 +22,13 @@ from .web import (
     summaries,
 )
 from .web.audit_log import audit_log
+
+
+@login_not_required
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """Browsers ask for /favicon.ico whatever the page links; the link tag names the static file."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
 
 urlpatterns = [
     path("", sessions.session_list, name="home"),
@@ -54,6 +64,8 @@ urlpatterns = [
     path("inbox/<int:pk>/open", notifications.open_notification, name="notification_open"),
     path("settings/webhooks/", notifications.webhooks, name="webhooks"),
     path("settings/webhooks/<int:pk>/", notifications.webhook_detail, name="webhook"),
+    path("settings/api-keys/", api_keys.api_keys, name="api_keys"),
+    path("favicon.ico", favicon),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

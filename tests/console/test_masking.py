@@ -329,6 +329,7 @@ def _pages(world: World) -> dict[str, list[str]]:
         "audit_log": ["/audit/"],
         "inbox": ["/inbox/", "/inbox/?show=all"],
         "webhooks": ["/settings/webhooks/"],
+        "api_keys": ["/settings/api-keys/"],
         "webhook": [f"/settings/webhooks/{world.webhook.pk}/"],
     }
 
