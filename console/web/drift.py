@@ -222,7 +222,9 @@ def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
     """The review panel: status, holder, verdict and the history of every change."""
     return {
         "case": label_case(case),
-        "review_form": extra.pop("review_form", None) or ReviewForm(initial={"status": case.status}),
+        # the verdict as it stands: a Save that only keeps the status must not erase it
+        "review_form": extra.pop("review_form", None)
+        or ReviewForm(initial={"status": case.status, "verdict": case.verdict}),
         # the current status first (a Save keeps it), then where it can go; reopening is a button of its own
         "next_statuses": [case.status]
         + [s for s in STATUS_ORDER if s in DriftCase.TRANSITIONS[case.status] and s != DriftCase.Status.OPEN],
@@ -325,6 +327,8 @@ def update_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         form = ReviewForm(request.POST)
         if form.is_valid():
             changes = {"status": form.cleaned_data["status"], "verdict": form.cleaned_data["verdict"]}
+            if changes["status"] == case.status and not changes["verdict"].strip():
+                del changes["verdict"]  # an empty box with the status kept changes nothing (it never erases)
     error, status = "", 200
     if form is not None and not form.is_valid():
         error, status = _("Pick a status."), 422

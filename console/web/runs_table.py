@@ -204,8 +204,15 @@ def severity_of(rank: int | None) -> str:
     return next((s for s, r in SEVERITY_RANK.items() if r == rank), "")
 
 
+def provenance_value(value: object) -> str:
+    """A provenance field as the table shows it: JSON null (read back as "null" on some databases) is empty."""
+    return "" if value is None or value == "null" else str(value)
+
+
 def rows_of(runs: list[CompressionRun]) -> list[CompressionRun]:
     for run in runs:
+        run.model = provenance_value(run.model)  # type: ignore[attr-defined]
+        run.generator = provenance_value(run.generator)  # type: ignore[attr-defined]
         severity = severity_of(run.drift_rank)  # type: ignore[attr-defined]
         run.drift_severity = severity  # type: ignore[attr-defined]
         run.drift_label = labels.label(labels.SEVERITIES, severity) if severity else ""  # type: ignore[attr-defined]
@@ -244,7 +251,8 @@ def runs_table(request: HttpRequest) -> HttpResponse:
 def distinct_provenance(name: str) -> list[str]:
     """The values of a run summary's provenance field, for the filter's suggestions (masked like any text)."""
     values = Summary.objects.exclude(run=None).annotate(v=KT(f"provenance__{name}")).exclude(v=None)
-    return sorted({mask_text(str(v)) for v in values.order_by().values_list("v", flat=True).distinct()[:200]})
+    found = values.order_by().values_list("v", flat=True).distinct()[:200]
+    return sorted({mask_text(provenance_value(v)) for v in found} - {""})
 
 
 class _Echo:
@@ -279,8 +287,8 @@ def runs_csv(request: HttpRequest) -> HttpResponseBase:
                     "" if run.tokens_before is None else run.tokens_before,
                     "" if run.tokens_after is None else run.tokens_after,
                     severity_of(run.drift_rank),
-                    mask_text(run.model or ""),
-                    mask_text(run.generator or ""),
+                    mask_text(provenance_value(run.model)),
+                    mask_text(provenance_value(run.generator)),
                 )
             )
 

@@ -122,7 +122,7 @@ def test_the_page_without_findings_says_so_and_has_no_box(as_operator, archive, 
 def test_the_page_is_in_chinese(as_operator, case, drifting):
     as_operator.cookies["django_language"] = "zh-hans"
     html = html_of(as_operator.get(f"/summaries/{drifting.pk}/promote"))
-    assert "未解决的漂移发现" in html and "仍然提升此版本" in html
+    assert "未解决的漂移发现" in html and "仍然采用此版本" in html
 
 
 # --------------------------------------------------------------------------- the case form
@@ -139,6 +139,7 @@ def test_a_resolved_case_keeps_its_status_on_save(login, case):
     response = reviewer.post(f"/drift/{case.pk}/update", {"action": "status", "status": "resolved", "verdict": ""})
     case.refresh_from_db()
     assert response.status_code == 303 and case.status == "resolved"
+    assert case.verdict == "fixed"  # an empty box with the status kept erases nothing
 
     reviewer.post(f"/drift/{case.pk}/update", {"action": "reopen"}, headers=HX)
     case.refresh_from_db()
