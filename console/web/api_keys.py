@@ -29,8 +29,10 @@ def key_rows() -> list[ApiKey]:
     """Every key, active ones first, with its role (one query for the keys, one for their groups)."""
     keys = ApiKey.objects.select_related("user").prefetch_related("user__groups")
     rows = sorted(keys, key=lambda k: (k.revoked_at is not None, k.name.lower()))
+    roles = dict(ApiKeyForm.base_fields["role"].choices)  # type: ignore[attr-defined]
     for key in rows:
-        key.role = next((g.name for g in key.user.groups.all()), "")  # type: ignore[attr-defined]
+        role = next((g.name for g in key.user.groups.all()), "")
+        key.role_label = roles.get(role, role)  # type: ignore[attr-defined]
     return rows
 
 
