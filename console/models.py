@@ -600,7 +600,7 @@ class SummarizerCooldown(models.Model):
         return self.key
 
 
-# --------------------------------------------------------------------------- notifications (console/notifications.py)
+# ------------------------------------------------------------ notifications (console/services/notifications.py)
 
 
 class Notification(models.Model):
@@ -685,7 +685,7 @@ class WebhookDelivery(models.Model):
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
-    #: see CompressionRun: when its task was last handed to the broker, and how often (console/queue.py)
+    #: see CompressionRun: when its task was last handed to the broker, and how often (console/services/queue.py)
     sent_at = models.DateTimeField(null=True, blank=True)
     sends = models.PositiveSmallIntegerField(default=0)
 

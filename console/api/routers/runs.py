@@ -10,17 +10,17 @@ from ninja.errors import HttpError
 from ...models import CompressionRun, Message
 from ...roles import COMPRESS, VIEW
 from ...services import reported
-from .. import schemas
 from ..common import ERRORS, require
+from ..schemas import ReportIn, RunMessagesOut, RunOut
 
 runs_router = Router(tags=["runs"])
 
 
-@runs_router.post("/report", response={201: schemas.RunOut, **ERRORS}, summary="Report a compression done in-process")
+@runs_router.post("/report", response={201: RunOut, **ERRORS}, summary="Report a compression done in-process")
 def report(
     request: HttpRequest,
     response: HttpResponse,
-    payload: schemas.ReportIn,
+    payload: ReportIn,
     idempotency_key: str | None = Header(
         None,
         alias="Idempotency-Key",
@@ -46,13 +46,13 @@ def report(
     return Status(201, run)  # RunOut reads it (its resolvers count messages, find the archive and summary)
 
 
-@runs_router.get("/{int:run_id}", response={200: schemas.RunOut, **ERRORS}, summary="A run: status, stage, stats")
+@runs_router.get("/{int:run_id}", response={200: RunOut, **ERRORS}, summary="A run: status, stage, stats")
 def get_run(request: HttpRequest, run_id: int) -> CompressionRun:
     require(request, VIEW, "read runs")
     return get_object_or_404(CompressionRun.objects.select_related("session"), pk=run_id)
 
 
-@runs_router.get("/{int:run_id}/messages", response={200: schemas.RunMessagesOut, **ERRORS}, summary="Run output")
+@runs_router.get("/{int:run_id}/messages", response={200: RunMessagesOut, **ERRORS}, summary="Run output")
 def run_messages(request: HttpRequest, run_id: int) -> dict[str, Any]:
     require(request, VIEW, "read runs")
     run = get_object_or_404(CompressionRun, pk=run_id)
