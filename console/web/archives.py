@@ -33,6 +33,7 @@ from .presenters import (
     fact_rows,
     finding_rows,
     history_numbers,
+    in_session_language,
     split_by_key,
     summary_html,
     summary_progress_context,
@@ -215,7 +216,7 @@ def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     ctx |= {"archive": archive, "session": archive.session, "versions": versions, "a": a, "b": b}
     if a is not None and b is not None:
         text_a, text_b = mask_unless_revealed(a.text), mask_unless_revealed(b.text)
-        sections = section_diff(text_a, text_b)
+        sections = section_diff(in_session_language(text_a), in_session_language(text_b))
         facts = split_by_key(fact_rows(a), fact_rows(b), lambda f: (f["kind"], f["text"]))
         findings = split_by_key(finding_rows(a), finding_rows(b), lambda f: f["key"])
         ctx |= {
