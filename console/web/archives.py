@@ -27,6 +27,7 @@ from . import RESUMMARIZE, REVIEW, VIEW, int_or_none, load_messages, reveal_cont
 from .forms import PairwiseForm, ResummarizeForm
 from .htmx import SUMMARY_CHANGED, HtmxHttpRequest, partial, region
 from .presenters import (
+    References,
     active_of,
     compare_groups,
     compare_pair,
@@ -217,12 +218,13 @@ def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if a is not None and b is not None:
         text_a, text_b = mask_unless_revealed(a.text), mask_unless_revealed(b.text)
         sections = section_diff(in_session_language(text_a), in_session_language(text_b))
-        facts = split_by_key(fact_rows(a), fact_rows(b), lambda f: (f["kind"], f["text"]))
+        references = References(archive)  # both versions link into the same archives: load them once
+        facts = split_by_key(fact_rows(a, references), fact_rows(b, references), lambda f: (f["kind"], f["text"]))
         findings = split_by_key(finding_rows(a), finding_rows(b), lambda f: f["key"])
         ctx |= {
             "sides": [
-                ("A", a, summary_html(a)),
-                ("B", b, summary_html(b)),
+                ("A", a, summary_html(a, references.href)),
+                ("B", b, summary_html(b, references.href)),
             ],
             # the difference leads: changed sections first, each word by word; the whole texts are collapsed
             "sections": sections,
