@@ -222,9 +222,8 @@ def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
     """The review panel: status, holder, verdict and the history of every change."""
     return {
         "case": label_case(case),
-        # the verdict as it stands: a Save that only keeps the status must not erase it
-        "review_form": extra.pop("review_form", None)
-        or ReviewForm(initial={"status": case.status, "verdict": case.verdict}),
+        # the box starts empty (the verdict is shown above it, masked): an empty box with the status kept erases nothing
+        "review_form": extra.pop("review_form", None) or ReviewForm(initial={"status": case.status}),
         # the current status first (a Save keeps it), then where it can go; reopening is a button of its own
         "next_statuses": [case.status]
         + [s for s in STATUS_ORDER if s in DriftCase.TRANSITIONS[case.status] and s != DriftCase.Status.OPEN],

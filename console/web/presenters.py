@@ -195,8 +195,9 @@ def compare_with(versions: list[Summary], summary: Summary) -> Summary | None:
     return active if active and active.pk != summary.pk else compare_pair(versions, summary)[1]
 
 
-def fact_rows(summary: Summary) -> list[dict[str, Any]]:
-    references = References(summary.archive)
+def fact_rows(summary: Summary, references: References | None = None) -> list[dict[str, Any]]:
+    """The summary's pinned facts, each linked to its source (``references``: share one to load the archives once)."""
+    references = references or References(summary.archive)
     return [
         {
             "kind": fact.get("kind") or "",

@@ -56,6 +56,8 @@ KEPT = {
     "json",
     "jsonl",
     "csv",
+    "enter",  # key names on the keyboard help
+    "esc",
     "english",
     "id",
     "hmac",
