@@ -241,7 +241,10 @@ def print_report(detector: str, named: dict[str, list[Scored]], verbose: bool) -
             f" {_pct(t.alarmed, t.faithful):>6} {t.case_opening:>4} {t.unplaced_alarms:>8}"
         )
     whole = totals(next(iter(named.values())))
-    _kind_table(whole)
+    _kind_table(whole, "all")
+    for name, subset in named.items():
+        if name.endswith(":measure") and sum(k.endswith(":measure") for k in named) == 1:
+            _kind_table(totals(subset), name)
     if whole.with_claims:
         print(
             f"claims: errors on a line with a contradicted/unsupported verdict {whole.errors_negated}/{whole.errors};"
@@ -251,11 +254,11 @@ def print_report(detector: str, named: dict[str, list[Scored]], verbose: bool) -
         _details(next(iter(named.values())))
 
 
-def _kind_table(t: Totals) -> None:
-    print(f"\n{'kind':<22} {'errors':>6} {'caught':>6} {'recall':>6}")
+def _kind_table(t: Totals, title: str) -> None:
+    print(f"\n{'kind (' + title + ')':<40} {'errors':>6} {'caught':>6} {'recall':>6}")
     for kind in ERROR_KINDS:
         caught, n = t.by_kind.get(kind, [0, 0])
-        print(f"{kind:<22} {n:>6} {caught:>6} {_pct(caught, n):>6}")
+        print(f"{kind:<40} {n:>6} {caught:>6} {_pct(caught, n):>6}")
 
 
 def _details(scored: Iterable[Scored]) -> None:
