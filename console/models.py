@@ -588,6 +588,8 @@ class ProxyConversation(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="proxy_conversations")
     seen_count = models.PositiveIntegerField(default=0)
     seen_hash = models.CharField(max_length=64, blank=True)
+    #: the chain values of the latest stored lengths (up to ``seen_count``): a retry is not a fork
+    recent_chain = models.JSONField(default=list, blank=True)
     #: the session's version right after the proxy last wrote it, and whether its live history still is the
     #: runtime's own (never compressed): then a call is forwarded as the runtime sent it, nothing read back
     synced_version = models.PositiveIntegerField(default=0)

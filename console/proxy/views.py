@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.db import DatabaseError
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -35,6 +35,7 @@ UPSTREAM_KEY_HEADER = "X-Upstream-Authorization"
 HANDLING_HEADER = "X-Compression-Proxy"
 REASON_HEADER = "X-Compression-Proxy-Reason"
 SESSION_OUT_HEADER = "X-Compression-Session"
+DATABASE_DOWN = "the console's database is unavailable; the call will be recorded later"
 
 
 def openai_error(status: int, message: str, kind: str = "invalid_request_error", **headers: str) -> JsonResponse:
@@ -49,9 +50,10 @@ class RecordedResponse(HttpResponse):
     after: Any = None
 
     def close(self) -> None:
+        after, self.after = self.after, None  # once, however many times the server closes it
         try:
-            if self.after is not None:
-                self.after()
+            if after is not None:
+                after()
         finally:
             super().close()
 
@@ -99,9 +101,9 @@ def _plan(request: HttpRequest, user: Any, messages: list[dict[str, Any]], windo
         raise ValueError(f"{SESSION_HEADER}: {problem}")
     try:
         return proxy.plan_call(key, messages, user, window)
-    except DatabaseError:
+    except (OperationalError, InterfaceError):
         log.warning("proxy %s: the database is unavailable; forwarding as sent", key, exc_info=True)
-        reason = "the console's database is unavailable; the call will be recorded later"
+        reason = DATABASE_DOWN
     except Exception:
         log.exception("proxy %s: planning the call failed; forwarding as sent", key)
         reason = "the console failed to prepare the history; forwarded as sent"
@@ -119,10 +121,10 @@ def _mark(response: HttpResponse | StreamingHttpResponse, plan: proxy.Plan) -> N
 
 
 def _record(plan: proxy.Plan, answer: proxy.Answer) -> None:
-    if plan.handling == proxy.BYPASS and plan.reason.startswith("the console's database"):
+    if plan.handling == proxy.BYPASS and plan.reason == DATABASE_DOWN:
         proxy.defer_record(plan, answer)  # tried by the next call that reaches the database
         return
-    proxy.record_after_relay(plan, answer)
+    proxy.recorder.submit(plan, answer)  # recorded by the process's recorder thread, in order
 
 
 @csrf_exempt

@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import queue
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -144,11 +146,13 @@ def plan_call(key: str, messages: list[dict[str, Any]], user: Any, window: int |
         return plan
     session = conversation.session
     chains = chain(hashes)
+    mirrors = conversation.mirrors and session.version == conversation.synced_version
     if conversation.seen_count > len(messages) or chains[conversation.seen_count] != conversation.seen_hash:
-        plan.handling = DIVERGED
+        # a prefix of what is stored (a retry) goes as sent; a history that was rewritten is a fork
+        retry = mirrors and stored_prefix(conversation, len(messages), chains[-1])
+        plan.handling = FORWARDED if retry else DIVERGED
         return plan
     new = messages[conversation.seen_count :]
-    mirrors = conversation.mirrors and session.version == conversation.synced_version
     tokens = session.token_count + sum(count_tokens([m]) for m in new)
     if tokens >= session_config(session).trigger_tokens and not _active_run(session):
         record_call(plan)
@@ -238,6 +242,57 @@ class Answer:
 _pending: deque[tuple[Plan, Answer | None]] = deque(maxlen=1000)
 _pending_lock = threading.Lock()
 _drain_lock = threading.Lock()
+#: chain values kept for the latest stored lengths: a call whose history is a recent prefix of what is
+#: stored (a retry, or a call recorded after a later one by another web process) is recognised as such
+RECENT_CHAIN = 64
+
+
+class Recorder:
+    """Records relayed calls from one thread per web process, in the order they were relayed.
+
+    The web thread hands the call over and is free at once: recording (about ten queries) is never in the
+    path of the runtime's next call, whose connection the same web thread serves. The thread keeps its
+    database connection while busy and closes it after a second idle. A full queue records inline.
+    """
+
+    def __init__(self, size: int = 10_000) -> None:
+        self.queue: queue.Queue[tuple[Plan, Answer]] = queue.Queue(maxsize=size)
+        self.thread: threading.Thread | None = None
+        self.pid = 0
+        self.lock = threading.Lock()
+
+    def submit(self, plan: Plan, answer: Answer) -> None:
+        self._ensure_thread()
+        try:
+            self.queue.put_nowait((plan, answer))
+        except queue.Full:
+            record_after_relay(plan, answer)
+
+    def _ensure_thread(self) -> None:
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():  # forked: a new one
+                self.pid = os.getpid()
+                self.thread = threading.Thread(target=self._run, name="proxy-recorder", daemon=True)
+                self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                plan, answer = self.queue.get(timeout=1.0)
+            except queue.Empty:
+                connection.close()
+                continue
+            try:
+                record_after_relay(plan, answer)
+            finally:
+                self.queue.task_done()
+
+    def wait(self) -> None:
+        """Until everything handed over is recorded (tests, a graceful stop)."""
+        self.queue.join()
+
+
+recorder = Recorder()
 
 
 def record_after_relay(plan: Plan, answer: Answer) -> None:
@@ -250,6 +305,7 @@ def record_after_relay(plan: Plan, answer: Answer) -> None:
         record_call(plan, answer)
     except DatabaseError:
         log.warning("proxy %s: the database failed; the call is kept to be recorded later", plan.key, exc_info=True)
+        connection.close()
         defer_record(plan, answer)
     except Exception:
         log.exception("proxy %s: recording the call failed", plan.key)
@@ -280,6 +336,7 @@ def _drain() -> None:
             record_call(plan, answer)
         except DatabaseError:
             log.warning("proxy %s: the database failed; the call is kept to be recorded later", plan.key, exc_info=True)
+            connection.close()
             with _pending_lock:
                 _pending.appendleft((plan, answer))
             return
@@ -291,38 +348,48 @@ def pending_count() -> int:
     return len(_pending)
 
 
+def stored_prefix(conversation: ProxyConversation, length: int, value: str) -> bool:
+    """Whether the runtime history whose chain value is ``value`` (``length`` messages) is already stored."""
+    recent = conversation.recent_chain or []
+    first = conversation.seen_count - len(recent) + 1  # the length recent[0] stands for
+    return first <= length <= conversation.seen_count and recent[length - first] == value
+
+
 def record_call(plan: Plan, answer: Answer | None = None) -> None:
     """Store the runtime's new messages (once) and the answer; a call row when there is an answer."""
     full, hashes = list(plan.messages), list(plan.hashes)
     if answer is not None and answer.message is not None:
         full.append(answer.message)
         hashes.append(message_hash(answer.message))
+    chains = chain(hashes)
     with transaction.atomic():
+        # one query locks both rows (PostgreSQL's FOR UPDATE covers the joined session)
         conversation = (
             ProxyConversation.objects.select_for_update().select_related("session").filter(key=plan.key).first()
         )
         if conversation is None:
             session = _new_session(plan.key, full, plan.window, plan.user, {})
             conversation = ProxyConversation(key=plan.key, session=session, synced_version=session.version)
+            _advance(conversation, session, chains)
         else:
-            session = Session.objects.select_for_update().get(pk=conversation.session_id)
-            chains = chain(hashes)
+            session = conversation.session
             seen = conversation.seen_count
             if seen <= len(full) and chains[seen] == conversation.seen_hash:
                 mirrored = conversation.mirrors and session.version == conversation.synced_version
                 if full[seen:]:
                     session.append(check_messages(full[seen:], first_index=session.message_count))
                 conversation.mirrors = mirrored
-            else:
+                _advance(conversation, session, chains)
+            elif not stored_prefix(conversation, len(full), chains[-1]):
                 session = _fork(conversation, session, full, plan.user)
                 conversation.session, conversation.mirrors = session, True
-        conversation.seen_count, conversation.seen_hash = len(full), chain(hashes)[-1]
-        conversation.synced_version = session.version
-        conversation.save()
+                _advance(conversation, session, chains)
+            # else: all of it is stored already (a retry, or recorded after a later call): only the call row
         if answer is not None:
             ProxyCall.objects.create(
                 session=session,
-                position=session.message_count - 1 if answer.message is not None else None,
+                # the answer's history index: its place in the runtime's full (never compressed) history
+                position=len(full) - 1 if answer.message is not None else None,
                 model=answer.model[:255],
                 stream=answer.stream,
                 status_code=answer.status_code,
@@ -334,6 +401,14 @@ def record_call(plan: Plan, answer: Answer | None = None) -> None:
                 run_id=plan.run_id,
                 created_at=timezone.now(),
             )
+
+
+def _advance(conversation: ProxyConversation, session: Session, chains: list[str]) -> None:
+    """The conversation now stores the history ``chains`` stands for."""
+    conversation.seen_count, conversation.seen_hash = len(chains) - 1, chains[-1]
+    conversation.recent_chain = chains[1:][-RECENT_CHAIN:]
+    conversation.synced_version = session.version
+    conversation.save()
 
 
 def _new_session(
