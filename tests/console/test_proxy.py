@@ -21,6 +21,7 @@ from console.apikeys import create_api_key
 from console.models import CompressionRun, ProxyCall, ProxyConversation, Session
 from console.proxy.auth import forget_all
 from console.services.proxy import pending_count
+from tests.console.factories import superuser_client
 from tests.fakes.chat_upstream import MODEL, ChatUpstream
 
 UPSTREAM_KEY = "sk-upstream-test-key-123"
@@ -331,3 +332,14 @@ def test_the_console_database_down_does_not_fail_the_runtime(
     stored = [m["content"] for m in recorded(3, "rt:down").messages()]
     assert pending_count() == 0
     assert stored == ["Start the task", "Done: Start the task", "Go on", "Done: Go on", "Last", "Done: Last"]
+
+
+def test_the_session_page_shows_a_proxied_session(client: openai.OpenAI) -> None:
+    client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "hi"}], extra_headers=_headers("rt:page")
+    )
+    session = recorded(1, "rt:page")
+    page = superuser_client().get(f"/sessions/{session.pk}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "through /proxy/v1" in html and "1 call relayed to the model" in html
