@@ -20,6 +20,7 @@ Prints p50 and p95 of each, the added milliseconds and the ratio.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -28,7 +29,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,33 +177,27 @@ def database(var: Path, sqlite: bool) -> tuple[str, Callable[[], None]]:
     return f"postgres://postgres@127.0.0.1:5432/{name}", drop
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=300, help="calls per client without compression (1 client)")
-    parser.add_argument("--compress-calls", type=int, default=24, help="compressing calls per client (1 client)")
-    parser.add_argument("--sqlite", action="store_true", help="a SQLite file instead of PostgreSQL")
-    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
-    args = parser.parse_args()
-
+@contextlib.contextmanager
+def console(upstream_url: str, sqlite: bool = False, **settings: str) -> Iterator[tuple[str, str]]:
+    """The console on gunicorn as production runs it, relaying to ``upstream_url``; yields its URL and an
+    operator key. Stopped, and its database dropped, on exit."""
     var = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-    url, drop = database(var, args.sqlite)
-    upstream = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.chat_upstream"], cwd=ROOT, stdout=subprocess.PIPE, text=True
-    )
-    assert upstream.stdout is not None
-    upstream_url = upstream.stdout.readline().strip()
-    env = dict(
-        os.environ,
-        VAR_DIR=str(var),
-        DEBUG="false",
-        SECRET_KEY="bench-only",
-        SECURE_COOKIES="false",
-        ALLOWED_HOSTS="127.0.0.1",
-        DATABASE_URL=url,
-        PROXY_UPSTREAM_BASE_URL=upstream_url,
-        PROXY_UPSTREAM_API_KEY="sk-bench-upstream",
-        PROXY_COMPRESS_BUDGET_MS="10000",
-        LOG_LEVEL="WARNING",
+    url, drop = database(var, sqlite)
+    env = (
+        dict(
+            os.environ,
+            VAR_DIR=str(var),
+            DEBUG="false",
+            SECRET_KEY="bench-only",
+            SECURE_COOKIES="false",
+            ALLOWED_HOSTS="127.0.0.1",
+            DATABASE_URL=url,
+            PROXY_UPSTREAM_BASE_URL=upstream_url,
+            PROXY_UPSTREAM_API_KEY="sk-bench-upstream",
+            PROXY_COMPRESS_BUDGET_MS="10000",
+            LOG_LEVEL="WARNING",
+        )
+        | settings
     )
     env.pop("OPENAI_BASE_URL", None)
     manage = [sys.executable, "manage.py"]
@@ -228,9 +223,41 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         wait_until_up(f"http://127.0.0.1:{port}/healthz")
+        print(f"console: gunicorn 3x8 on {url.split('://')[0]}, upstream {upstream_url}", flush=True)
+        yield f"http://127.0.0.1:{port}", key
+    finally:
+        if web is not None:
+            web.terminate()
+            web.wait(20)
+        drop()
+
+
+@contextlib.contextmanager
+def loopback_upstream() -> Iterator[str]:
+    """The loopback upstream in a process of its own; yields its URL (``…/v1``)."""
+    upstream = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.chat_upstream"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert upstream.stdout is not None
+        yield upstream.stdout.readline().strip()
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=300, help="calls per client without compression (1 client)")
+    parser.add_argument("--compress-calls", type=int, default=24, help="compressing calls per client (1 client)")
+    parser.add_argument("--sqlite", action="store_true", help="a SQLite file instead of PostgreSQL")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    args = parser.parse_args()
+
+    with loopback_upstream() as upstream_url, console(upstream_url, args.sqlite) as (base, key):
         direct = Target(upstream_url, "sk-bench-upstream", proxied=False)
-        proxy = Target(f"http://127.0.0.1:{port}/proxy/v1", key, proxied=True)
-        print(f"gunicorn 3x8 on {url.split('://')[0]}; upstream {upstream_url}; cores {os.cpu_count()}", flush=True)
+        proxy = Target(f"{base}/proxy/v1", key, proxied=True)
+        print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}", flush=True)
         run_clients(4, plain_calls(proxy, 10, "warm"))  # every worker warm: tokenizer, connections, key cache
         rows = []
         for clients in (1, 16):
@@ -245,15 +272,9 @@ def main() -> None:
             p = run_clients(clients, compressing_calls(proxy, calls, f"cp{clients}"))
             rows.append(report("compression", clients, d, p) | {"handled": dict(proxy.handled)})
             print(f"{'':<15} the proxy's handling of those calls: {proxy.handled}", flush=True)
+        print(f"load average after: {os.getloadavg()[0]:.1f}", flush=True)
         if args.json:
             args.json.write_text(json.dumps(rows, indent=2))
-    finally:
-        if web is not None:
-            web.terminate()
-            web.wait(20)
-        upstream.terminate()
-        upstream.wait(10)
-        drop()
 
 
 if __name__ == "__main__":

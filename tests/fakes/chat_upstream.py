@@ -1,7 +1,8 @@
 """A real OpenAI-compatible chat server on loopback for the proxy's tests and benchmark (no mock objects).
 
-``POST /v1/chat/completions`` answers like a small tool-using model: when the request offers ``tools`` and
-its last message is the user's, it calls the first tool; otherwise it answers in text. ``"stream": true``
+``POST /v1/chat/completions`` answers like a small tool-using model: when the request offers ``tools`` (and
+``tool_choice`` is not ``"none"``) and its last message is the user's, it calls the first tool; otherwise it
+answers in text. ``"stream": true``
 gets server-sent events (chunked, a delta at a time, tool calls split across deltas, a usage chunk when
 ``stream_options.include_usage``). ``GET /v1/models`` lists one model. :meth:`ChatUpstream.script` queues
 one-off behaviours: ``("status", 429, {"Retry-After": "7"})`` answers that status with an OpenAI error body.
@@ -46,7 +47,7 @@ def _answer(body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
     messages = body.get("messages") or [{}]
     last = messages[-1] if isinstance(messages[-1], dict) else {}
     tools = body.get("tools") or []
-    if tools and last.get("role") == "user":
+    if tools and body.get("tool_choice") != "none" and last.get("role") == "user":
         name = tools[0].get("function", {}).get("name", "tool")
         turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "user")
         call = {"id": f"call_{turn}_{len(messages)}", "type": "function"}
