@@ -26,7 +26,7 @@ import logging
 import os
 import queue
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,12 +166,52 @@ def _active_run(session: Session) -> bool:
     return session.runs.filter(status__in=CompressionRun.ACTIVE).exists()
 
 
+class LiveCache:
+    """A compressed session's live history per process, by version: a call reads the version, not the history.
+
+    The recorder extends an entry with what it appends (the version it appended to must be the cached one);
+    any other change of the session (a compression, a promote) moves its version past the entry.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self.entries: OrderedDict[int, tuple[int, list[dict[str, Any]]]] = OrderedDict()
+        self.size = size
+        self.lock = threading.Lock()
+
+    def get(self, session_id: int, version: int) -> list[dict[str, Any]] | None:
+        with self.lock:
+            entry = self.entries.get(session_id)
+            if entry is None or entry[0] != version:
+                return None
+            self.entries.move_to_end(session_id)
+            return entry[1]
+
+    def put(self, session_id: int, version: int, messages: list[dict[str, Any]]) -> None:
+        with self.lock:
+            self.entries[session_id] = (version, messages)
+            self.entries.move_to_end(session_id)
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+
+    def appended(self, session_id: int, before: int, after: int, new: list[dict[str, Any]]) -> None:
+        with self.lock:
+            entry = self.entries.get(session_id)
+            if entry is not None and entry[0] == before:
+                self.entries[session_id] = (after, entry[1] + new)
+
+
+live_cache = LiveCache()
+
+
 def live_history(key: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The session's live history plus the runtime's messages it does not hold yet (read under its row lock)."""
     with transaction.atomic():
         conversation = ProxyConversation.objects.select_related("session").get(key=key)
         session = Session.objects.select_for_update().get(pk=conversation.session_id)
-        live = session.messages()
+        live = live_cache.get(session.pk, session.version)
+        if live is None:
+            live = session.messages()
+            live_cache.put(session.pk, session.version, live)
         return live + messages[conversation.seen_count :]
 
 
@@ -377,7 +417,9 @@ def record_call(plan: Plan, answer: Answer | None = None) -> None:
             if seen <= len(full) and chains[seen] == conversation.seen_hash:
                 mirrored = conversation.mirrors and session.version == conversation.synced_version
                 if full[seen:]:
+                    before = session.version
                     session.append(check_messages(full[seen:], first_index=session.message_count))
+                    live_cache.appended(session.pk, before, session.version, full[seen:])
                 conversation.mirrors = mirrored
                 _advance(conversation, session, chains)
             elif not stored_prefix(conversation, len(full), chains[-1]):

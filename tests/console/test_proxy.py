@@ -55,7 +55,7 @@ def client(live_server: Any, upstream: ChatUpstream) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{live_server.url}/proxy/v1", api_key=key, max_retries=0)
 
 
-def recorded(calls: int, session: str, timeout: float = 15.0) -> Session:
+def recorded(calls: int, session: str, timeout: float = 60.0) -> Session:
     """The session once ``calls`` calls are recorded (recording happens after the answer went to the runtime)."""
     deadline = time.monotonic() + timeout
     while ProxyCall.objects.filter(session__proxy_conversations__key=session).count() < calls:
@@ -194,7 +194,7 @@ def test_a_history_that_diverges_is_recorded_as_a_fork(client: openai.OpenAI) ->
 
     assert raw.headers["X-Compression-Proxy"] == "diverged"
     recorded(1, "rt:fork")
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while not Session.objects.filter(key="rt:fork~1").exists():
         assert time.monotonic() < deadline
         time.sleep(0.02)
