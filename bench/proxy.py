@@ -14,7 +14,9 @@ histories, at 1 and at 16 clients:
 - **compression**: a new conversation already over its trigger (8,000-token window), so the call creates the
   session, compresses it in the request path (offline extractive summarizer) and forwards the result.
 
-Prints p50 and p95 of each, the added milliseconds and the ratio.
+Prints p50 and p95 of each, the added milliseconds and the ratio, and the console's CPU milliseconds per
+proxied call (its gunicorn processes' user + system time over the phase, recording included): on a shared
+machine the latencies follow its load, the CPU cost much less.
 """
 
 from __future__ import annotations
@@ -141,8 +143,37 @@ def compressing_calls(target: Target, calls: int, tag: str) -> Callable[[int, ht
     return work
 
 
-def report(name: str, clients: int, direct: list[float], proxied: list[float]) -> dict[str, Any]:
-    row = {"case": name, "clients": clients, "calls": len(proxied)}
+#: the gunicorn master of the running console (its CPU time and its workers' is what a call costs the server)
+WEB_PID = 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its descendants (Linux /proc)."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+            for task in Path(f"/proc/{current}/task").iterdir():
+                stack += [int(child) for child in (task / "children").read_text().split()]
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def measured(clients: int, work: Callable[[int, httpx.Client], list[float]]) -> tuple[list[float], float]:
+    """``run_clients``, and the console's CPU milliseconds per call meanwhile (recording included, once idle)."""
+    before = cpu_seconds(WEB_PID)
+    latencies = run_clients(clients, work)
+    time.sleep(1.5)  # the recorder threads finish what they were handed
+    return latencies, (cpu_seconds(WEB_PID) - before) * 1000 / max(1, len(latencies))
+
+
+def report(name: str, clients: int, direct: list[float], proxied: list[float], cpu_ms: float) -> dict[str, Any]:
+    row = {"case": name, "clients": clients, "calls": len(proxied), "console_cpu_ms_per_call": round(cpu_ms, 2)}
     for share, label in ((0.5, "p50"), (0.95, "p95")):
         d, p = percentile(direct, share), percentile(proxied, share)
         row |= {f"direct_{label}_ms": round(d, 2), f"proxy_{label}_ms": round(p, 2)}
@@ -152,7 +183,7 @@ def report(name: str, clients: int, direct: list[float], proxied: list[float]) -
         f"direct p50 {row['direct_p50_ms']:7.2f} p95 {row['direct_p95_ms']:7.2f} ms | "
         f"proxy p50 {row['proxy_p50_ms']:7.2f} p95 {row['proxy_p95_ms']:7.2f} ms | "
         f"added p50 {row['added_p50_ms']:+7.2f} p95 {row['added_p95_ms']:+7.2f} ms "
-        f"(x{row['ratio_p50']} / x{row['ratio_p95']})",
+        f"(x{row['ratio_p50']} / x{row['ratio_p95']}); console CPU {cpu_ms:.1f} ms/call",
         flush=True,
     )
     return row
@@ -224,6 +255,8 @@ def console(upstream_url: str, sqlite: bool = False, **settings: str) -> Iterato
         )
         wait_until_up(f"http://127.0.0.1:{port}/healthz")
         print(f"console: gunicorn 3x8 on {url.split('://')[0]}, upstream {upstream_url}", flush=True)
+        global WEB_PID
+        WEB_PID = web.pid
         yield f"http://127.0.0.1:{port}", key
     finally:
         if web is not None:
@@ -263,14 +296,14 @@ def main() -> None:
         for clients in (1, 16):
             calls = max(20, args.calls // clients)
             d = run_clients(clients, plain_calls(direct, calls, f"d{clients}"))
-            p = run_clients(clients, plain_calls(proxy, calls, f"p{clients}"))
-            rows.append(report("no compression", clients, d, p))
+            p, cpu = measured(clients, plain_calls(proxy, calls, f"p{clients}"))
+            rows.append(report("no compression", clients, d, p, cpu))
         for clients in (1, 16):
             calls = max(2, args.compress_calls // clients)
             d = run_clients(clients, compressing_calls(direct, calls, f"cd{clients}"))
             proxy.handled.clear()
-            p = run_clients(clients, compressing_calls(proxy, calls, f"cp{clients}"))
-            rows.append(report("compression", clients, d, p) | {"handled": dict(proxy.handled)})
+            p, cpu = measured(clients, compressing_calls(proxy, calls, f"cp{clients}"))
+            rows.append(report("compression", clients, d, p, cpu) | {"handled": dict(proxy.handled)})
             print(f"{'':<15} the proxy's handling of those calls: {proxy.handled}", flush=True)
         print(f"load average after: {os.getloadavg()[0]:.1f}", flush=True)
         if args.json:

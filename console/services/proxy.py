@@ -66,7 +66,16 @@ def message_hash(message: Any) -> str:
     if not isinstance(message, dict):
         return hashlib.sha256(json.dumps(message, sort_keys=True, default=str).encode()).hexdigest()
     content = message.get("content")
-    shape: dict[str, Any] = {"role": message.get("role"), "content": "" if content is None else content}
+    content = "" if content is None else content
+    if isinstance(content, str) and not message.get("tool_calls"):  # most messages: no JSON to build
+        fields = (
+            str(message.get("role")),
+            content,
+            str(message.get("name") or ""),
+            str(message.get("tool_call_id") or ""),
+        )
+        return hashlib.sha256(("t\x1f" + "\x1e".join(fields)).encode("utf-8", "surrogatepass")).hexdigest()
+    shape: dict[str, Any] = {"role": message.get("role"), "content": content}
     for name in ("name", "tool_call_id"):
         if message.get(name):
             shape[name] = message[name]
