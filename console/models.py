@@ -249,6 +249,8 @@ class CompressionRun(models.Model):
         MANUAL = "manual", _("manual")
         API = "api", _("API")
         REPORTED = "reported", _("reported")
+        #: compressed in the request path of ``/proxy/v1`` (console/proxy/)
+        PROXY = "proxy", _("proxy")
 
     class Status(models.TextChoices):
         QUEUED = "queued", _("queued")
@@ -588,6 +590,60 @@ class ApiKey(models.Model):
         """A fresh key and its lookup prefix."""
         lookup = secrets.token_hex(6)
         return f"{cls.PREFIX}{lookup}_{secrets.token_urlsafe(32)}", lookup
+
+
+class ProxyConversation(models.Model):
+    """A runtime's conversation seen through ``/proxy/v1``: the session that holds it, and how much of it is stored.
+
+    The runtime sends its whole history with every call; ``seen_count`` of its messages are stored, and
+    ``seen_hash`` chains their normalized hashes (``console.services.proxy``), so a call is matched against
+    what was stored without reading the history back. A history that does not extend it (edited, rewound,
+    forked) moves the conversation to a new session (a fork), leaving the old one as it was.
+    """
+
+    #: the runtime's ``X-Session-Key``, or the key derived from the conversation's opening
+    key = models.CharField(max_length=255, unique=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="proxy_conversations")
+    seen_count = models.PositiveIntegerField(default=0)
+    seen_hash = models.CharField(max_length=64, blank=True)
+    #: the chain values of the latest stored lengths (up to ``seen_count``): a retry is not a fork
+    recent_chain = models.JSONField(default=list, blank=True)
+    #: the session's version right after the proxy last wrote it, and whether its live history still is the
+    #: runtime's own (never compressed): then a call is forwarded as the runtime sent it, nothing read back
+    synced_version = models.PositiveIntegerField(default=0)
+    mirrors = models.BooleanField(default=True)
+    forks = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ProxyCall(models.Model):
+    """One call relayed by the proxy: what the upstream answered, how long it took, what the console did."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="proxy_calls")
+    #: the history index of the stored answer (null: no answer was stored, e.g. an upstream error)
+    position = models.PositiveIntegerField(null=True, blank=True)
+    model = models.CharField(max_length=255, blank=True)
+    stream = models.BooleanField(default=False)
+    status_code = models.PositiveSmallIntegerField()
+    finish_reason = models.CharField(max_length=32, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    #: what the console did with the history: forwarded, compressed, deferred, diverged, bypass
+    handling = models.CharField(max_length=16)
+    messages_sent = models.PositiveIntegerField(default=0)
+    run = models.ForeignKey(CompressionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["session", "created_at"], name="proxycall_session_idx")]
+
+    def __str__(self) -> str:
+        return f"proxy call {self.pk} ({self.status_code})"
 
 
 class SummarizerCooldown(models.Model):

@@ -252,6 +252,26 @@ SUMMARY_MAX_RETRIES = env_int("SUMMARY_MAX_RETRIES", 1)
 #: seconds to stop calling an endpoint after it failed (a 429's Retry-After wins); shared by all workers
 SUMMARY_COOLDOWN_SECONDS = env_float("SUMMARY_COOLDOWN_SECONDS", 120.0, minimum=0.0)
 
+# Proxy mode (console/proxy/): runtimes point their OpenAI base URL at /proxy/v1
+#: the OpenAI-compatible endpoint calls are relayed to, and its key (default: the summarizer's endpoint and key)
+PROXY_UPSTREAM_BASE_URL = env_url("PROXY_UPSTREAM_BASE_URL", {"http", "https"}) or OPENAI_BASE_URL
+PROXY_UPSTREAM_API_KEY = env_str("PROXY_UPSTREAM_API_KEY") or OPENAI_API_KEY
+#: seconds an upstream call may take (a long generation streams for minutes)
+PROXY_UPSTREAM_TIMEOUT = env_float("PROXY_UPSTREAM_TIMEOUT", 600.0, minimum=1.0)
+#: how long a call waits for a compression in its own request path; past it, the history goes as it is
+#: and the compression finishes for the next call
+PROXY_COMPRESS_BUDGET_MS = env_int("PROXY_COMPRESS_BUDGET_MS", 2000, minimum=0)
+#: the summarizer of compressions in the request path: the offline extractive one (fast), or "openai"
+PROXY_SUMMARIZER = env_str("PROXY_SUMMARIZER", "extractive")
+if PROXY_SUMMARIZER not in ("extractive", "openai"):
+    raise ImproperlyConfigured(f"PROXY_SUMMARIZER={PROXY_SUMMARIZER!r} must be 'extractive' or 'openai'")
+#: the context window of a session the proxy creates without an X-Context-Window-Tokens header
+PROXY_CONTEXT_WINDOW_TOKENS = env_int("PROXY_CONTEXT_WINDOW_TOKENS", 128_000, minimum=256)
+#: seconds a verified API key is trusted without asking the database again (a revocation takes this long)
+PROXY_AUTH_CACHE_SECONDS = env_float("PROXY_AUTH_CACHE_SECONDS", 30.0, minimum=0.0)
+#: the MCP server (manage.py mcp) serves the archive; summaries then tell the agent how to read it back
+MCP_ENABLED = env_bool("MCP_ENABLED", False)
+
 # Compression runs
 #: queue a run when appends push a session past its trigger ratio
 AUTO_COMPRESS = env_bool("AUTO_COMPRESS", True)

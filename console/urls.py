@@ -7,6 +7,7 @@ from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
+from .proxy import views as proxy_views
 from .web import (
     api_keys,
     archives,
@@ -73,4 +74,6 @@ urlpatterns = [
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("proxy/v1/chat/completions", proxy_views.chat_completions, name="proxy_chat_completions"),
+    path("proxy/v1/models", proxy_views.models, name="proxy_models"),
 ]

@@ -585,6 +585,7 @@ class Compressor:
             archived_range=(archive.start, archive.end),
             archive_sha256=archive.sha256,
             history_range=segment_history_range(plan.request.history_indexes or [], archive.messages),
+            recall_hint=self.config.recall_hint,
         )
         head = plan.head  # original messages, but for one too big to keep (stage 2)
         tail = plan.pruned.messages[bounds.tail_start :]

@@ -7,10 +7,8 @@ may add ``?reveal=1`` to get it raw, which is audited. Every error is JSON ``{"d
 saying what to fix; a rejected request writes nothing (each write is one transaction in ``console.services``).
 """
 
-import hmac
 import json
 import math
-from datetime import timedelta
 from functools import wraps
 from typing import Any
 
@@ -18,16 +16,15 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 from ninja.operation import Operation
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
+from ..apikeys import authenticate_key
 from ..errors import ServiceError
 from ..middleware import database_unavailable
-from ..models import ApiKey
 from ..reveal import reveal_for
 from ..services.validation import MAX_JSON_DEPTH, may_hold_unstorable, unstorable
 from ..throttling import FailedAuthThrottle, KeyRateThrottle
@@ -52,15 +49,10 @@ class BearerKey(HttpBearer):
         return super().__call__(request)
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
-        key = ApiKey.objects.select_related("user").filter(lookup=lookup, revoked_at__isnull=True).first()
-        if key is None or not hmac.compare_digest(ApiKey.digest(token), key.key_sha256) or not key.user.is_active:
-            return None
-        now = timezone.now()
-        if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):  # not a write per request
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-        request.user = key.user
-        return key.user
+        user = authenticate_key(token)
+        if user is not None:
+            request.user = user
+        return user
 
 
 class BadBody(ServiceError):

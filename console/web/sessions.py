@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, Max, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -288,7 +288,16 @@ def _header(session: Session) -> dict[str, Any]:
         "trigger_percent": round(config.trigger_ratio * 100),
         "max_ineffective": config.max_ineffective_compressions,
         "metadata": metadata,
+        "proxy": _proxy_stats(session),
     }
+
+
+def _proxy_stats(session: Session) -> dict[str, Any] | None:
+    """Calls relayed by ``/proxy/v1`` for this session (None: not a proxied session)."""
+    if not (session.metadata or {}).get("proxied"):
+        return None
+    calls = session.proxy_calls.aggregate(count=Count("id"), last=Max("created_at"))
+    return {"calls": calls["count"] or 0, "last": calls["last"]}
 
 
 def _runs_context(session: Session) -> dict[str, Any]:
