@@ -160,7 +160,10 @@ _PATH_NEEDLES = ('path"', 'file"', '"filename"', '"target"', '"dir', '"cwd"')
 _ID_KEY = re.compile(
     r"(?:^|_)(?:id|ids|number|no|code|ref|reference|sku|order|reservation|ticket|issue|pr|branch)$", re.I
 )
-_ID_NEEDLE = re.compile(r'(?:id|number|code|ref|order|reservation|ticket|issue|branch)"\s*:', re.I)
+# a JSON key ending: the raw arguments are parsed only when a key ends like an id key (a literal-led
+# pattern: an alternation of the endings, case-insensitive, was the slowest check on large arguments)
+_KEY_END = re.compile(r'"\s*:')
+_ID_KEY_ENDINGS = ("id", "number", "code", "ref", "order", "reservation", "ticket", "issue", "branch")
 
 _PINNED_LINE = re.compile(r"^- \[(?P<kind>[a-z_]+)\](?: \(#(?P<index>\d+)\))? (?P<text>.+)$")
 
@@ -230,6 +233,13 @@ def _ids_of(args: dict[str, Any] | None) -> list[str]:
         if isinstance(key, str) and _ID_KEY.search(key) and isinstance(value, str) and 2 < len(value) <= 64
         if " " not in value.strip()
     ]
+
+
+def _names_an_id(raw: str) -> bool:
+    """Whether raw JSON arguments hold a key that ends like an id key (``order_id``, ``"Ticket":``)."""
+    return any(
+        raw[max(0, m.start() - 11) : m.start()].lower().endswith(_ID_KEY_ENDINGS) for m in _KEY_END.finditer(raw)
+    )
 
 
 def _paths_of(args: dict[str, Any] | None) -> list[str]:
@@ -342,7 +352,7 @@ def _scan_assistant(message: dict[str, Any], text: str, index: int, out: _Collec
         name = call_name(call)
         is_command = is_shell_tool(name)
         raw = call_arguments(call)
-        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES) and not _ID_NEEDLE.search(raw):
+        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES) and not _names_an_id(raw):
             continue  # nothing to pin: skip parsing the arguments
         args, raw = _arguments(call)
         for value in _ids_of(args):  # reservation_id, order_id, ticket ...: what the task is about

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 from ahocorasick_rs import AhoCorasick, MatchKind
 
@@ -281,16 +282,19 @@ WRITE_TOOL = re.compile(r"write|edit|patch|create|replace|apply|update|save|dele
 READ_TOOL = re.compile(r"read|view|open|cat|show|get|list|search|grep|find", re.I)
 
 
+@lru_cache(maxsize=512)
 def is_shell_tool(name: str) -> bool:
     """Whether a tool of this name runs commands (its arguments hold a command line)."""
     return SHELL_TOOL.search(name) is not None
 
 
+@lru_cache(maxsize=512)
 def is_write_tool(name: str) -> bool:
     """Whether a tool of this name changes files or records (what it names is edited, not read)."""
     return WRITE_TOOL.search(name) is not None
 
 
+@lru_cache(maxsize=512)
 def is_read_tool(name: str) -> bool:
     """Whether a tool of this name only reads (checked after :func:`is_write_tool`)."""
     return READ_TOOL.search(name) is not None
