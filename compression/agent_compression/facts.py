@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .cues import cue_pattern
 from .messages import call_arguments, call_name, content_text
 
 # SERVER_ERROR and has_error_hint: re-exported for the drift checks, which import them from here
@@ -104,36 +105,10 @@ PATH_RANKS = {"edited": 5, "user": 4, "read": 3, "summary": 3, "used": 2, "menti
 # a period ends a sentence only after a word ("done. Next"), not in "./..." or "ruff check . && mypy"
 _SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|(?<=[^\s./]\.)(?=\s)|\n+")
 
-# prohibitions and requirements (checked before approvals: "don't proceed" is a constraint)
-_CONSTRAINT_EN = re.compile(
-    r"\b(?:do\s+not|don'?t|doesn'?t\s+need|never|must\s+not|mustn'?t|should\s+not|shouldn'?t|can\s*not|cannot|can'?t"
-    r"|may\s+not|not\s+allowed|no\s+longer|avoid|refrain|forbid\w*|prohibit\w*|only|must|always|make\s+sure"
-    r"|hold\s+off|keep\s+\w+(?:\s+\w+)?\s+(?:unchanged|untouched|as\s+is)|leave\s+\w+(?:\s+\w+)?\s+(?:alone|untouched)"
-    r"|without\s+(?:asking|approval|my|permission)|stop\s+\w+ing|under\s+no\s+circumstances|at\s+(?:most|least)"
-    r"|up\s+to|budget\s+(?:is|of)|remember\s+to)\b"
-    r"|(?:^|[\s,;(])no\s+(?!problem|worries|idea|doubt|thanks|thank|need\b|one\b|matter)[a-z]"
-    # standing instructions and commands to repeat: "after every change", "from now on", "whenever"
-    r"|\b(?:after|before)\s+(?:every|each|any)\b|\b(?:every|each)\s+time\b|\bwhenever\b(?!\s+you(?:'re|\s+are)\s+ready)|\beach\s+(?:change|edit|commit)"
-    r"|\bfrom\s+(?:now|here|this\s+point)\s+on\b|\bgoing\s+forward\b|\bhenceforth\b|\bfrom\s+now\b"
-    r"|\bfor\s+the\s+rest\s+of\b|\bin\s+(?:the\s+)?future\b|\brules?\s+(?:for|is|:)"
-    r"|(?<!thanks )(?<!thank you )\bfor\s+(?:any|all|every)\s+\w+"
-    # limits: "under 40 lines", "no longer than", "40 lines max", "or fewer", "past 500 lines", "below 200 ms"
-    r"|\b(?:under|below|above|within|past|over|exceed\w*|beyond)\s+(?:\$|¥|€)?\d"
-    r"|\b(?:no|not|never)\s+(?:more|longer|bigger|larger|greater|higher|wider|slower|fewer|less)\s+than\b"
-    r"|\b(?:less|fewer|shorter|smaller|lower)\s+than\s+(?:\$)?\d|\bor\s+(?:fewer|less|shorter|smaller|under)\b"
-    r"|\d\s*\w*\s+(?:max|maximum|tops)\b|\b(?:max|maximum|limit\w*|cap(?:ped)?)\b"
-    # prohibitions phrased as wishes or states
-    r"|\bi\s+(?:do\s+not|don'?t|never)\s+want\b|\bleave\s+.{1,60}?\s+(?:alone|untouched|as\s+(?:it\s+)?is|unchanged)\b"
-    r"|\b(?:are|is|'re)\s+not\s+(?:allowed|permitted)\b|\bkeep\s+.{1,40}?\s+(?:under|below|short|small|within)\b",
-)
-_CONSTRAINT_ZH = re.compile(
-    r"先不要|千万不要|千万别|不要|不用|(?<![特区类分个识级告性差辨鉴离])别(?![人的处名])|禁止|严禁|不许|不准|不能|不得|不可以|不允许"
-    r"|不同意|不批准|切勿|勿|只能|只许|只用|仅限|必须|务必|一定要|暂时不|暂不|暂缓|未经"
-    r"|不超过|不高于|不低于|不少于|最多|至少|以内|上限|记得"
-    # standing instructions and repeated commands: 每次改完都跑, 以后都, 从现在开始, 今后, 凡是
-    r"|每次|每改|每当|改完|修改后|改动后|提交前|提交之前|以后|今后|往后|从现在(?:开始|起)|从今天起|接下来的?\S{0,12}都"
-    r"|所有\S{0,12}都|统一|凡是|都要|都得|一律|控制在|低于|高于|超过|之内|以下|不准|不能|别动|不让"
-)
+# prohibitions, requirements, limits, standing instructions, conditions and exceptions: data files per
+# language (agent_compression/data/cues/constraint_*.txt), checked before approvals ("don't proceed" is a rule)
+_CONSTRAINT_EN = cue_pattern("constraint_en")
+_CONSTRAINT_ZH = cue_pattern("constraint_zh")
 _APPROVAL_EN = re.compile(
     r"\b(?:approved?|approving|go\s+ahead|lgtm|ship\s+it|green\s+light|signed?\s+off|you\s+may|you\s+can\s+proceed"
     r"|proceed|permission\s+granted|ok(?:ay)?\s+to|allowed\s+to|confirmed?|sounds\s+good|do\s+it|please\s+book)\b"

@@ -38,9 +38,10 @@ _IDENTIFIER = re.compile(
     r"|(?P<hash>\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b)"
     r"|(?P<train>\b[GDCZTKY]\d{1,4}\b|\b(?:CA|MU|CZ|HU|ZH|MF|FM|3U|SC|UA|AA|DL|BA|LH)\d{3,4}\b)"
     r"|(?P<func>\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\(\))"
-    r"|(?P<qty>\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|KB|MB|GB|TB|KiB|MiB|GiB"
-    r"|kb|mb|gb|%|rows|tokens|qps|rps|req/s|USD|EUR|CNY|RMB)\b"
-    r"|\d+(?:\.\d+)?\s?(?:元|块钱|万元|天|晚|小时|分钟|秒|公里|人|间|张|%))",
+    # amounts of money and data; a duration or a count on its own ("4 s", "30s", "3 retries", "2 晚") is no
+    # identifier: it names nothing to look up
+    r"|(?P<qty>\b\d+(?:\.\d+)?\s?(?:KB|MB|GB|TB|KiB|MiB|GiB|kb|mb|gb|%|USD|EUR|CNY|RMB)\b"
+    r"|\d+(?:\.\d+)?\s?(?:元|块钱|万元|%))",
     re.ASCII,
 )
 
@@ -122,7 +123,7 @@ def find_paths(text: str) -> list[str]:
 
 def find_identifiers(text: str) -> list[str]:
     """Identifiers in ``text``: backticked code, ticket ids, call ids, versions, hashes, train/flight numbers,
-    ``function()`` names and numbers with units."""
+    ``function()`` names, amounts of money and data sizes (durations and counts are not identifiers)."""
     found = []
     for m in _IDENTIFIER.finditer(text):
         value = m.group(0)
