@@ -457,7 +457,7 @@ class Compressor:
         counts.update(head=bounds.head_end, middle=bounds.middle_size, tail=bounds.total - bounds.tail_start)
         known = _known_counts(messages, token_counts, pruned)
         middle = messages[bounds.head_end : bounds.tail_start]
-        if all(_is_ours(m) for m in middle):
+        if all(_is_ours(m) for m in middle) and not self._summary_must_shrink(middle, pruned, head_items):
             if pruned.items or head_items:
                 return self._pruned_only(messages, pruned, stages, tokens_before, bounds, head, head_items, known)
             reason = "no_middle" if not middle else "only_summary"
@@ -511,6 +511,18 @@ class Compressor:
             warnings=warnings,
             known=known,
         )
+
+    def _summary_must_shrink(
+        self, middle: Sequence[dict[str, Any]], pruned: PruneResult, head_items: Sequence[PrunedItem]
+    ) -> bool:
+        """Whether a middle holding only an earlier summary is summarized again: when the history is still
+        over the trigger after pruning (a runtime's loop: the summary of a small window, then a few long
+        turns), the earlier summary is rebuilt within the room left, its pinned facts carried over, rather
+        than kept whole and the output left over the trigger."""
+        if not any(_is_summary(m) for m in middle):
+            return False
+        after = sum(pruned.token_counts) - sum(p.tokens_before - p.tokens_after for p in head_items)
+        return after > self.config.trigger_tokens
 
     def _finish(self, plan: _Plan, outcome: SummaryOutcome) -> CompressionResult:
         stages, bounds, archive = plan.stages, plan.boundaries, plan.archive
