@@ -3,9 +3,11 @@
 The five-stage pipeline: tool-output pruning, boundary resolution, archive,
 summary, reassembly + validation. See ``Compressor``.
 
-Names from the summarizer, drift, secrets and reporting modules load on first use,
-so ``import agent_compression`` stays cheap (the ``openai`` client is only imported
-when ``OpenAISummarizer`` is asked for, ``urllib.request`` when ``ConsoleReporter`` is).
+Names from the summarizer, drift and reporting modules load on first use, so
+``import agent_compression`` stays cheap; the ``openai`` client is only imported
+when an ``OpenAISummarizer`` first needs its client, ``urllib.request`` when a
+``ConsoleReporter`` is asked for. Fact extraction and masking are part of every
+compression and load with the pipeline.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from .archive import Archive
 from .assemble import assemble
 from .boundaries import Boundaries, resolve_boundaries
 from .config import CompressionConfig
+from .facts import extract_facts, find_previous_summary
 from .messages import canonical_json, messages_sha256
 from .pipeline import CompressionResult, CompressionWarning, Compressor, StageStat, ThrashState
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
+from .secrets import mask_messages, mask_secrets
 from .summary_message import ACKNOWLEDGEMENT, is_summary_message, parse_summary_message, render_summary_message
 from .tokens import TokenCounter, count_text_tokens, count_tokens
 from .types import SUMMARY_MARKER, Fact, Message, Summarizer, SummaryOutcome, SummaryRequest
@@ -27,9 +31,7 @@ from .validate import LOST_RESULT, RepairReport, Violation, repair_messages, val
 
 if TYPE_CHECKING:
     from .drift import DriftFinding, check_drift
-    from .facts import extract_facts, find_previous_summary
     from .reporting import ConsoleReporter, Reporter, ReporterStats
-    from .secrets import mask_messages, mask_secrets
     from .summarize import CooldownState, ExtractiveSummarizer, InMemoryCooldown, OpenAISummarizer
 
 _LAZY = {
@@ -39,10 +41,6 @@ _LAZY = {
     "InMemoryCooldown": "summarize",
     "check_drift": "drift",
     "DriftFinding": "drift",
-    "extract_facts": "facts",
-    "find_previous_summary": "facts",
-    "mask_secrets": "secrets",
-    "mask_messages": "secrets",
     "ConsoleReporter": "reporting",
     "Reporter": "reporting",
     "ReporterStats": "reporting",

@@ -25,8 +25,20 @@ from .boundaries import (
     shorten_head,
 )
 from .config import CompressionConfig
+from .facts import (
+    PINNED_HEADING,
+    extract_facts,
+    find_previous_summary,
+    history_indexes,
+    render_fact,
+    render_pinned_facts,
+    segment_history_range,
+    select_facts,
+)
 from .messages import latest_user_index
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
+from .secrets import mask_message, mask_messages, mask_secrets
+from .summary_body import finalize_summary
 from .summary_message import SummaryHeader, is_summary_message
 from .tokens import HistoryTally, TokenCounter, check_token_counts, default_counter
 from .types import Fact, Summarizer, SummaryOutcome, SummaryRequest
@@ -258,6 +270,7 @@ class Compressor:
     @property
     def summarizer(self) -> Summarizer:
         if self._summarizer is None:
+            # the summarizer modules load on first use: ``import agent_compression`` does not need them
             from .summarize import ExtractiveSummarizer
 
             self._summarizer = ExtractiveSummarizer()
@@ -386,14 +399,12 @@ class Compressor:
         """Build the summary request. ``lossy``: (history index, original) of kept messages that pruning
         shortened, whose facts would otherwise be in neither the summary nor the output. ``indexes``: the
         segment's history indexes (default: counted from ``start_index``, earlier summaries expanded)."""
-        from .facts import history_indexes
 
         warnings: list[CompressionWarning] = []
         facts: list[Fact] = []
         previous: str | None = None
         if indexes is None:
             indexes = history_indexes(segment, start_index)
-        from .secrets import mask_message, mask_messages, mask_secrets
 
         # masked once, here: facts, the serialized prompt and any summarizer see no raw secret
         # (the archive keeps the originals)
@@ -403,8 +414,6 @@ class Compressor:
         if focus_topic:
             focus_topic = mask_secrets(focus_topic, key)
         try:
-            from .facts import extract_facts, find_previous_summary, select_facts
-
             facts = extract_facts(segment, start_index=start_index, indexes=indexes)
             if lossy:
                 for index, original in lossy:
@@ -441,7 +450,6 @@ class Compressor:
         :meth:`CompressionConfig.summary_budget`); the pinned facts get their own share."""
         if self.config.summary_max_tokens is not None:
             return self.config.summary_max_tokens
-        from .facts import render_pinned_facts
 
         pinned = self.counter.text(render_pinned_facts(facts)) if facts else 0
         if middle_tokens is None:
@@ -488,7 +496,7 @@ class Compressor:
         counts.update(head=bounds.head_end, middle=bounds.middle_size, tail=bounds.total - bounds.tail_start)
         known = _known_counts(messages, token_counts, pruned)
         middle = messages[bounds.head_end : bounds.tail_start]
-        if all(_is_ours(m) for m in middle):
+        if all(_is_ours(m) for m in middle) and not self._summary_must_shrink(middle, pruned, head_items):
             if pruned.items or head_items:
                 return self._pruned_only(messages, pruned, stages, tokens_before, bounds, head, head_items, known)
             reason = "no_middle" if not middle else "only_summary"
@@ -503,7 +511,6 @@ class Compressor:
             on_archive(archive)  # the caller stores it before any model sees the segment
 
         counts = stages.start("summarize")
-        from .facts import history_indexes
 
         numbering = history_indexes(messages)  # the one numbering of every #N and source index
         # kept messages shortened (a head one too big, old tail output): their facts come from the originals
@@ -544,6 +551,18 @@ class Compressor:
             known=known,
         )
 
+    def _summary_must_shrink(
+        self, middle: Sequence[dict[str, Any]], pruned: PruneResult, head_items: Sequence[PrunedItem]
+    ) -> bool:
+        """Whether a middle holding only an earlier summary is summarized again: when the history is still
+        over the trigger after pruning (a runtime's loop: the summary of a small window, then a few long
+        turns), the earlier summary is rebuilt within the room left, its pinned facts carried over, rather
+        than kept whole and the output left over the trigger."""
+        if not any(_is_summary(m) for m in middle):
+            return False
+        after = sum(pruned.token_counts) - sum(p.tokens_before - p.tokens_after for p in head_items)
+        return after > self.config.trigger_tokens
+
     def _finish(self, plan: _Plan, outcome: SummaryOutcome) -> CompressionResult:
         stages, bounds, archive = plan.stages, plan.boundaries, plan.archive
         warnings = plan.warnings
@@ -575,7 +594,6 @@ class Compressor:
                     {"generator": outcome.generator, "error": outcome.error, "archived": len(archive)},
                 )
             )
-        from .facts import segment_history_range
 
         header = SummaryHeader(
             summary_id=summary_id,
@@ -639,8 +657,6 @@ class Compressor:
     def _shrunk_body(self, body: str, outcome: SummaryOutcome, plan: _Plan, max_tokens: int) -> str:
         """``body`` within ``max_tokens``: the same trimming as the summarizers' (pinned facts first)."""
         if outcome.ok:
-            from .summary_body import finalize_summary
-
             return finalize_summary(body, plan.facts, max_tokens)
         return render_failure_body(len(plan.archive), plan.facts, outcome.error, max_chars=max_tokens * 3)
 
@@ -652,12 +668,9 @@ class Compressor:
         text = outcome.text or ""
         if not text.strip():
             return replace(outcome, text=None, error=outcome.error or "the summarizer returned an empty summary")
-        from .secrets import mask_secrets
 
         text = mask_secrets(text, self.config.secret_mask_key)
         if not _pins_facts(text, plan.facts):
-            from .summary_body import finalize_summary
-
             text = finalize_summary(text, plan.facts, plan.request.max_tokens)
         return outcome if text == outcome.text else replace(outcome, text=text)
 
@@ -820,7 +833,6 @@ _MUST_PIN = ("constraint", "approval")
 def _pins_facts(body: str, facts: Sequence[Fact]) -> bool:
     """Whether ``body`` ends with the code's ``## Pinned facts``: every constraint and approval,
     and no fact line the code did not write (a model's own pinned facts are not trusted)."""
-    from .facts import PINNED_HEADING, render_fact
 
     start = body.rfind(PINNED_HEADING)
     if start < 0:
