@@ -55,7 +55,8 @@ class BearerKey(HttpBearer):
         lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
         key = ApiKey.objects.select_related("user").filter(lookup=lookup, revoked_at__isnull=True).first()
         if key is None or not hmac.compare_digest(ApiKey.digest(token), key.key_sha256) or not key.user.is_active:
-            return None
+            # a 401 naming the key: falling through to the session auth would answer a POST "CSRF check Failed"
+            raise AuthenticationError()
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):  # not a write per request
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
