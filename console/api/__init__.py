@@ -50,8 +50,10 @@ class BearerKey(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         user = authenticate_key(token)
-        if user is not None:
-            request.user = user
+        if user is None:
+            # a 401 naming the key: falling through to the session auth would answer a POST "CSRF check Failed"
+            raise AuthenticationError()
+        request.user = user
         return user
 
 

@@ -169,12 +169,16 @@ def test_close_drops_what_it_could_not_send_and_later_reports(proxy, api_key):
     assert reported_runs() == []
 
 
-def test_a_report_the_console_refuses_is_not_retried(live_server, api_key):
-    viewer_key = create_api_key("dashboard", "viewer")[1]
-    with reporter(live_server.url, viewer_key, session_key="rt:refused") as sender:
+@pytest.mark.parametrize(
+    ("role", "answer"),
+    [("viewer", "HTTP 403: your role may not report compressions"), (None, "HTTP 401: the API key is unknown")],
+)
+def test_a_report_the_console_refuses_is_not_retried(live_server, api_key, role, answer):
+    key = create_api_key("dashboard", role)[1] if role else "ccs_000000000000_unknown"
+    with reporter(live_server.url, key, session_key="rt:refused") as sender:
         Compressor(CONFIG, reporter=sender).compress(history())
         assert sender.flush(10)
         stats = sender.stats
     assert (stats.sent, stats.failed, stats.retries) == (0, 1, 0)
-    assert "HTTP 403" in stats.last_error and "may not report compressions" in stats.last_error
+    assert answer in stats.last_error
     assert reported_runs() == []
