@@ -232,19 +232,26 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tupl
     for address in destination.addresses:
         connection = _connection(destination, address, timeout)
         try:
+            try:
+                connection.connect()
+            except TimeoutError:
+                last_error = f"no connection within {timeout:g} s"
+                continue  # nothing was sent: the next address of the name, if any
+            except ssl.SSLError as exc:
+                return None, f"TLS failed: {exc.reason or exc}", {}
+            except OSError as exc:
+                last_error = f"could not connect: {exc.strerror or exc}"
+                continue
             connection.request("POST", destination.target, body=body, headers=headers)
             response = connection.getresponse()
             answer = response.read(65536 if 200 <= response.status < 300 else SNIPPET_CHARS * 4)
             status, answer_headers = response.status, dict(response.getheaders())
         except TimeoutError:
             return None, f"no answer within {timeout:g} s", {}
-        except ssl.SSLError as exc:
-            return None, f"TLS failed: {exc.reason or exc}", {}
-        except (ConnectionError, OSError) as exc:
-            last_error = f"could not connect: {exc.strerror or exc}"
-            continue  # the next address of the name, if any
         except http.client.HTTPException as exc:
             return None, f"not an HTTP answer: {type(exc).__name__}", {}
+        except OSError as exc:  # sent, or partly: never again to another address (one delivery, one request)
+            return None, f"connection lost: {exc.strerror or exc}", {}
         finally:
             connection.close()
         if 200 <= status < 300:

@@ -201,8 +201,9 @@ def test_an_admin_allows_a_private_receiver_by_name_only(db, settings, receiver)
 
 
 @contextmanager
-def dns(monkeypatch: Any, answers: dict[str, list[str]]) -> Iterator[list[str]]:
-    """Names resolve to the next of their answers (the last one repeats); yields the names asked, in order."""
+def dns(monkeypatch: Any, answers: dict[str, list[Any]]) -> Iterator[list[str]]:
+    """Names resolve to the next of their answers (an address or a list of them; the last one repeats); yields
+    the names asked, in order."""
     asked: list[str] = []
     real = socket.getaddrinfo
 
@@ -211,9 +212,11 @@ def dns(monkeypatch: Any, answers: dict[str, list[str]]) -> Iterator[list[str]]:
             return real(host, port, *args, **kwargs)
         asked.append(host)
         queue = answers[host]
-        address = queue.pop(0) if len(queue) > 1 else queue[0]
-        family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [(family, socket.SOCK_STREAM, 6, "", (address, port))]
+        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        return [
+            (socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))
+            for address in ([answer] if isinstance(answer, str) else answer)
+        ]
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     yield asked
@@ -239,6 +242,23 @@ def test_the_connection_goes_to_the_address_checked(db, settings, receiver, monk
     assert delivery.status == WebhookDelivery.Status.DELIVERED, delivery.last_error
     assert asked == ["hooks.test", "hooks.test"], "once when saved, once when sent"
     assert receiver.requests[0]["headers"]["Host"] == f"hooks.test:{port}"
+
+
+def test_a_name_with_several_addresses_is_tried_address_by_address(db, settings, receiver, monkeypatch):
+    """Nothing listens on 127.0.0.2 (the receiver is bound to 127.0.0.1): refused, then the next address."""
+    settings.WEBHOOK_ALLOWED_HOSTS = ["hooks.test"]
+    port = receiver.server.server_address[1]
+    with dns(monkeypatch, {"hooks.test": [["127.0.0.2", "127.0.0.1"]]}):
+        delivery = send(create(f"http://hooks.test:{port}/hook"))
+    assert delivery.status == WebhookDelivery.Status.DELIVERED and len(receiver.requests) == 1
+
+
+def test_several_addresses_are_refused_if_one_is_not_public(db, no_allowed_hosts, monkeypatch):
+    with (
+        dns(monkeypatch, {"mixed.test": [["93.184.216.34", "10.0.0.7"]]}),
+        pytest.raises(InvalidInput, match="10.0.0.7"),
+    ):
+        create("http://mixed.test/hook")
 
 
 def test_a_redirect_is_an_answer_not_followed(db, settings, receiver):
