@@ -28,7 +28,7 @@ from .validate import LOST_RESULT, RepairReport, Violation, repair_messages, val
 if TYPE_CHECKING:
     from .drift import DriftFinding, check_drift
     from .facts import extract_facts, find_previous_summary
-    from .secrets import mask_messages, mask_secrets
+    from .secrets import mask_json, mask_messages, mask_secrets
     from .summarize import CooldownState, ExtractiveSummarizer, InMemoryCooldown, OpenAISummarizer
 
 _LAZY = {
@@ -42,6 +42,7 @@ _LAZY = {
     "find_previous_summary": "facts",
     "mask_secrets": "secrets",
     "mask_messages": "secrets",
+    "mask_json": "secrets",
 }
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "extract_facts",
     "find_previous_summary",
     "is_summary_message",
+    "mask_json",
     "mask_messages",
     "mask_secrets",
     "messages_sha256",
