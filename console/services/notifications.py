@@ -413,13 +413,6 @@ def backoff(attempt: int) -> float:
     return float(min(seconds, settings.WEBHOOK_RETRY_MAX_SECONDS))
 
 
-def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int | None, str, dict[str, str]]:
-    """POST ``body`` under the egress policy (``console.services.egress``: public addresses only unless allowed
-    by name, the address checked is the one connected to, no redirects); (status code or None, error text or
-    "" with at most a short snippet of the answer, response headers). ``egress.Refused`` when refused."""
-    return egress.post(url, body, headers, timeout)
-
-
 def _retry_after(headers: dict[str, str]) -> float | None:
     value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
     try:
@@ -463,8 +456,8 @@ def deliver(delivery_id: int) -> str | None:
             SIGNATURE_HEADER: signature(webhook.secret, timestamp, body),
         }
         clock = time.monotonic()
-        try:
-            code, error, headers = post(webhook.url, body, request_headers, settings.WEBHOOK_TIMEOUT)
+        try:  # under the egress policy: public addresses only unless allowed, the one checked, no redirects
+            code, error, headers = egress.post(webhook.url, body, request_headers, settings.WEBHOOK_TIMEOUT)
         except egress.Refused as exc:  # the URL must change: no retry
             code, error, refused = None, str(exc), True
         duration = int((time.monotonic() - clock) * 1000)
