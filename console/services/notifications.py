@@ -63,7 +63,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 
 from ..audit import audit
@@ -456,8 +456,11 @@ def deliver(delivery_id: int) -> str | None:
             SIGNATURE_HEADER: signature(webhook.secret, timestamp, body),
         }
         clock = time.monotonic()
-        try:  # under the egress policy: public addresses only unless allowed, the one checked, no redirects
-            code, error, headers = egress.post(webhook.url, body, request_headers, settings.WEBHOOK_TIMEOUT)
+        # under the egress policy: public addresses only unless allowed, the one checked, no redirects; what is
+        # stored is in the site's language, whoever's request (a page's "send a test event") runs this
+        try:
+            with translation.override(settings.LANGUAGE_CODE):
+                code, error, headers = egress.post(webhook.url, body, request_headers, settings.WEBHOOK_TIMEOUT)
         except egress.Refused as exc:  # the URL must change: no retry
             code, error, refused = None, str(exc), True
         duration = int((time.monotonic() - clock) * 1000)

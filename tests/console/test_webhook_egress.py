@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import translation
 
 from console.celery import tasks_inline
 from console.errors import InvalidInput
@@ -90,6 +91,13 @@ SAYS = {
 }
 
 PUBLIC = ["http://93.184.216.34/hook", "https://[2606:2800:220:1:248:1893:25c8:1946]/hook", "http://8.8.8.8:8080/in"]
+
+
+@pytest.fixture(autouse=True)
+def english() -> Iterator[None]:
+    """Refusals are in the active language: English here, whatever a page request left active in this thread."""
+    with translation.override("en"):
+        yield
 
 
 @pytest.fixture
@@ -185,6 +193,12 @@ def test_the_api_and_the_page_refuse_too(db, no_allowed_hosts, login):
     )
     assert page.status_code in (200, 400, 422) and Webhook.objects.count() == 1
     assert "loopback" in page.content.decode()
+    chinese = admin.post(
+        "/settings/webhooks/",
+        {"name": "p", "url": "http://10.0.0.1/", "format": "generic", "events": ["run.failed"]},
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    ).content.decode()
+    assert "已拒绝：10.0.0.1 是内网地址" in chinese and Webhook.objects.count() == 1
 
 
 def test_an_admin_allows_a_private_receiver_by_name_only(db, settings, receiver):
