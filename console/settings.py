@@ -295,7 +295,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = False  # a run is recovered from the database, not by redelivery
 
-# Queueing and recovery (console/queue.py sends every task; the sweep re-sends what was lost)
+# Queueing and recovery (console/services/queue.py sends every task; the sweep re-sends what was lost)
 #: how often beat runs the recovery sweep over runs, re-summarizes and drift checks
 RECOVERY_SWEEP_SECONDS = env_float("RECOVERY_SWEEP_SECONDS", 20.0, minimum=1.0)
 #: queued work whose task was sent this long ago and not picked up is sent again; the wait doubles with
@@ -317,7 +317,7 @@ COOLDOWN_WAIT_MAX_SECONDS = env_float("COOLDOWN_WAIT_MAX_SECONDS", 900.0, minimu
 MAX_COMPRESS_WAITERS = env_int("MAX_COMPRESS_WAITERS", 4, minimum=0)
 #: what a 503 during a database outage tells clients to wait before retrying
 DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
-# Outgoing webhooks (console/notifications.py): retried with a doubling wait, bounded in tries and in wait
+# Outgoing webhooks (console/services/notifications.py): retried with a doubling wait, bounded in tries and in wait
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 WEBHOOK_RETRY_SECONDS = env_float("WEBHOOK_RETRY_SECONDS", 10.0, minimum=0.0)
 WEBHOOK_RETRY_MAX_SECONDS = env_float("WEBHOOK_RETRY_MAX_SECONDS", 900.0, minimum=0.0)

@@ -198,7 +198,7 @@ def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> Http
 
 @api.exception_handler(ServiceError)
 def service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
-    response = _error(request, exc.status, str(exc))
+    response = _error(request, exc.status, str(exc), **getattr(exc, "extra", {}))
     retry_after = getattr(exc, "retry_after", None)  # TooManyWaiters
     if retry_after:
         response["Retry-After"] = str(retry_after)

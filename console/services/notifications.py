@@ -5,7 +5,7 @@ ended degraded or failed (:func:`run_ended`), automatic compression stopped for 
 (:func:`auto_compression_stopped`), a comment mentioning teammates (:func:`mentioned`) and a case assigned
 (:func:`assigned`). Publishing writes inbox rows and webhook deliveries in the caller's transaction (a
 savepoint: a notification that cannot be written is logged, it never undoes the work it reports), and each
-delivery's task is sent once that transaction commits (``console/queue.py``).
+delivery's task is sent once that transaction commits (``console/services/queue.py``).
 
 **Who gets an inbox line**
 

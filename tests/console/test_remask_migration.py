@@ -28,7 +28,7 @@ def test_rows_masked_by_older_rules_are_masked_again(db):
     Session.objects.update(masked_key=None)
     assert Message.objects.filter(text__contains="PlantMigratedValue").exists()
 
-    import_module("console.migrations.0010_i33sec_remask_search").remask_search_text(apps, None)
+    import_module("console.migrations.0011_i33sec_remask_search").remask_search_text(apps, None)
 
     assert not Message.objects.filter(text__contains="PlantMigratedValue").exists()
     assert "login" in Message.objects.get().text

@@ -35,6 +35,6 @@ def remask_search_text(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("console", "0009_pairwise_review")]
+    dependencies = [("console", "0010_i32rep_report_idempotency")]
 
     operations = [migrations.RunPython(remask_search_text, migrations.RunPython.noop, elidable=True)]
