@@ -23,7 +23,7 @@ from .facts import extract_facts, find_previous_summary
 from .messages import canonical_json, messages_sha256
 from .pipeline import CompressionResult, CompressionWarning, Compressor, StageStat, ThrashState
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
-from .secrets import mask_messages, mask_secrets
+from .secrets import mask_json, mask_messages, mask_secrets
 from .summary_message import ACKNOWLEDGEMENT, is_summary_message, parse_summary_message, render_summary_message
 from .tokens import TokenCounter, count_text_tokens, count_tokens
 from .types import SUMMARY_MARKER, Fact, Message, Summarizer, SummaryOutcome, SummaryRequest
@@ -84,6 +84,7 @@ __all__ = [
     "extract_facts",
     "find_previous_summary",
     "is_summary_message",
+    "mask_json",
     "mask_messages",
     "mask_secrets",
     "messages_sha256",

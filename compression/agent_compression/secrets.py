@@ -359,7 +359,7 @@ def _named(value: Any, mac: bytes, mask_text: Callable[[str], str]) -> Any:
     if isinstance(value, int | float):
         return secret_placeholder("named", json.dumps(value), mac)
     if isinstance(value, dict):
-        return {k: _named(v, mac, mask_text) for k, v in value.items()}
+        return {mask_text(k) if isinstance(k, str) else k: _named(v, mac, mask_text) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_named(v, mac, mask_text) for v in value]
     return value

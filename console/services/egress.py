@@ -31,6 +31,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -89,6 +91,18 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
     return None
 
 
+#: the address classes refused, in the order they are named (the first that applies)
+_CLASSES = (
+    ("is_unspecified", _("an unspecified address")),
+    ("is_loopback", _("a loopback address")),
+    ("is_link_local", _("a link-local address (cloud metadata lives there)")),
+    ("is_multicast", _("a multicast address")),
+    ("is_reserved", _("a reserved address")),
+    ("is_private", _("a private address")),
+)
+NOT_PUBLIC = _("not a public address")
+
+
 def address_problem(address: IPAddress) -> str | None:
     """Why the console must not connect to ``address`` ("a loopback address"...), or None for a public one."""
     if isinstance(address, ipaddress.IPv6Address):
@@ -97,19 +111,11 @@ def address_problem(address: IPAddress) -> str | None:
             problem = address_problem(embedded)
             if problem:
                 return problem
-    checks = (
-        ("is_unspecified", "an unspecified address"),
-        ("is_loopback", "a loopback address"),
-        ("is_link_local", "a link-local address (cloud metadata lives there)"),
-        ("is_multicast", "a multicast address"),
-        ("is_reserved", "a reserved address"),
-        ("is_private", "a private address"),
-    )
-    for attribute, problem in checks:
+    for attribute, label in _CLASSES:
         if getattr(address, attribute):
-            return problem
+            return str(label)
     if not address.is_global:
-        return "not a public address"
+        return str(NOT_PUBLIC)
     return None
 
 
@@ -140,11 +146,19 @@ def allowed_by_name(host: str) -> bool:
     return False
 
 
-def _refused(host: str, problem: str) -> Refused:
-    return Refused(
-        f"refused: {host} is {problem}; webhooks go to public addresses only "
-        f"(an admin may allow a private receiver by name in WEBHOOK_ALLOWED_HOSTS)"
-    )
+def _refused(host: str, problem: str, resolved: IPAddress | None = None) -> Refused:
+    """The refusal, in the request's language (a page, the API) or English (a worker)."""
+    if resolved is None:
+        text = gettext(
+            "refused: %(host)s is %(problem)s; webhooks go to public addresses only (an admin may allow a private "
+            "receiver by name in WEBHOOK_ALLOWED_HOSTS)"
+        )
+    else:
+        text = gettext(
+            "refused: %(host)s resolved to %(address)s, %(problem)s; webhooks go to public addresses only (an admin "
+            "may allow a private receiver by name in WEBHOOK_ALLOWED_HOSTS)"
+        )
+    return Refused(text % {"host": host, "problem": problem, "address": resolved})
 
 
 def resolve(host: str, port: int) -> tuple[IPAddress, ...]:
@@ -165,11 +179,11 @@ def check(url: str, *, must_resolve: bool) -> Destination:
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
-        raise Refused("the URL must start with http:// or https:// and name a host")
+        raise Refused(gettext("the URL must start with http:// or https:// and name a host"))
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
-        raise Refused("the URL's port is not a number from 1 to 65535") from None
+        raise Refused(gettext("the URL's port is not a number from 1 to 65535")) from None
     host = parts.hostname.rstrip(".")
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     allowed = allowed_by_name(host)
@@ -180,7 +194,7 @@ def check(url: str, *, must_resolve: bool) -> Destination:
             raise _refused(host, problem)
         return Destination(scheme, host, port, target, (literal,))
     if host.lower() in METADATA_HOSTS and not allowed:
-        raise _refused(host, "a cloud metadata service")
+        raise _refused(host, gettext("a cloud metadata service"))
     try:
         addresses = resolve(host, port)
     except (OSError, UnicodeError) as exc:
@@ -191,7 +205,7 @@ def check(url: str, *, must_resolve: bool) -> Destination:
         for address in addresses:  # every answer: a name with one public and one private address is refused
             problem = address_problem(address)
             if problem:
-                raise _refused(host, f"resolved to {address}, {problem}")
+                raise _refused(host, problem, address)
     return Destination(scheme, host, port, target, addresses)
 
 
@@ -232,19 +246,26 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tupl
     for address in destination.addresses:
         connection = _connection(destination, address, timeout)
         try:
+            try:
+                connection.connect()
+            except TimeoutError:
+                last_error = f"no connection within {timeout:g} s"
+                continue  # nothing was sent: the next address of the name, if any
+            except ssl.SSLError as exc:
+                return None, f"TLS failed: {exc.reason or exc}", {}
+            except OSError as exc:
+                last_error = f"could not connect: {exc.strerror or exc}"
+                continue
             connection.request("POST", destination.target, body=body, headers=headers)
             response = connection.getresponse()
             answer = response.read(65536 if 200 <= response.status < 300 else SNIPPET_CHARS * 4)
             status, answer_headers = response.status, dict(response.getheaders())
         except TimeoutError:
             return None, f"no answer within {timeout:g} s", {}
-        except ssl.SSLError as exc:
-            return None, f"TLS failed: {exc.reason or exc}", {}
-        except (ConnectionError, OSError) as exc:
-            last_error = f"could not connect: {exc.strerror or exc}"
-            continue  # the next address of the name, if any
         except http.client.HTTPException as exc:
             return None, f"not an HTTP answer: {type(exc).__name__}", {}
+        except OSError as exc:  # sent, or partly: never again to another address (one delivery, one request)
+            return None, f"connection lost: {exc.strerror or exc}", {}
         finally:
             connection.close()
         if 200 <= status < 300:

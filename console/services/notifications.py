@@ -63,7 +63,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 
 from ..audit import audit
@@ -413,13 +413,6 @@ def backoff(attempt: int) -> float:
     return float(min(seconds, settings.WEBHOOK_RETRY_MAX_SECONDS))
 
 
-def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int | None, str, dict[str, str]]:
-    """POST ``body`` under the egress policy (``console.services.egress``: public addresses only unless allowed
-    by name, the address checked is the one connected to, no redirects); (status code or None, error text or
-    "" with at most a short snippet of the answer, response headers). ``egress.Refused`` when refused."""
-    return egress.post(url, body, headers, timeout)
-
-
 def _retry_after(headers: dict[str, str]) -> float | None:
     value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
     try:
@@ -463,8 +456,11 @@ def deliver(delivery_id: int) -> str | None:
             SIGNATURE_HEADER: signature(webhook.secret, timestamp, body),
         }
         clock = time.monotonic()
+        # under the egress policy: public addresses only unless allowed, the one checked, no redirects; what is
+        # stored is in the site's language, whoever's request (a page's "send a test event") runs this
         try:
-            code, error, headers = post(webhook.url, body, request_headers, settings.WEBHOOK_TIMEOUT)
+            with translation.override(settings.LANGUAGE_CODE):
+                code, error, headers = egress.post(webhook.url, body, request_headers, settings.WEBHOOK_TIMEOUT)
         except egress.Refused as exc:  # the URL must change: no retry
             code, error, refused = None, str(exc), True
         duration = int((time.monotonic() - clock) * 1000)

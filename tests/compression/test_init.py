@@ -44,6 +44,7 @@ EXPECTED = [
     "extract_facts",
     "find_previous_summary",
     "is_summary_message",
+    "mask_json",
     "mask_messages",
     "mask_secrets",
     "messages_sha256",

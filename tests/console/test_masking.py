@@ -414,6 +414,7 @@ def test_no_raw_secret_in_any_log_line(world, log_lines, as_viewer):
     as_viewer.get(f"/messages/{SECRET_KEY_PLANT.text}/")
     log = logging.getLogger("console.tests")
     log.warning("planted %s", ALL_TEXT)
+    log.warning("planted metadata %s and %r", NAMED, [NAMED])
     try:
         raise RuntimeError(ALL_TEXT)
     except RuntimeError:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import translation
 
 from console.celery import tasks_inline
 from console.errors import InvalidInput
@@ -90,6 +91,13 @@ SAYS = {
 }
 
 PUBLIC = ["http://93.184.216.34/hook", "https://[2606:2800:220:1:248:1893:25c8:1946]/hook", "http://8.8.8.8:8080/in"]
+
+
+@pytest.fixture(autouse=True)
+def english() -> Iterator[None]:
+    """Refusals are in the active language: English here, whatever a page request left active in this thread."""
+    with translation.override("en"):
+        yield
 
 
 @pytest.fixture
@@ -185,6 +193,12 @@ def test_the_api_and_the_page_refuse_too(db, no_allowed_hosts, login):
     )
     assert page.status_code in (200, 400, 422) and Webhook.objects.count() == 1
     assert "loopback" in page.content.decode()
+    chinese = admin.post(
+        "/settings/webhooks/",
+        {"name": "p", "url": "http://10.0.0.1/", "format": "generic", "events": ["run.failed"]},
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    ).content.decode()
+    assert "已拒绝：10.0.0.1 是内网地址" in chinese and Webhook.objects.count() == 1
 
 
 def test_an_admin_allows_a_private_receiver_by_name_only(db, settings, receiver):
@@ -201,8 +215,9 @@ def test_an_admin_allows_a_private_receiver_by_name_only(db, settings, receiver)
 
 
 @contextmanager
-def dns(monkeypatch: Any, answers: dict[str, list[str]]) -> Iterator[list[str]]:
-    """Names resolve to the next of their answers (the last one repeats); yields the names asked, in order."""
+def dns(monkeypatch: Any, answers: dict[str, list[Any]]) -> Iterator[list[str]]:
+    """Names resolve to the next of their answers (an address or a list of them; the last one repeats); yields
+    the names asked, in order."""
     asked: list[str] = []
     real = socket.getaddrinfo
 
@@ -211,9 +226,11 @@ def dns(monkeypatch: Any, answers: dict[str, list[str]]) -> Iterator[list[str]]:
             return real(host, port, *args, **kwargs)
         asked.append(host)
         queue = answers[host]
-        address = queue.pop(0) if len(queue) > 1 else queue[0]
-        family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [(family, socket.SOCK_STREAM, 6, "", (address, port))]
+        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        return [
+            (socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))
+            for address in ([answer] if isinstance(answer, str) else answer)
+        ]
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     yield asked
@@ -239,6 +256,23 @@ def test_the_connection_goes_to_the_address_checked(db, settings, receiver, monk
     assert delivery.status == WebhookDelivery.Status.DELIVERED, delivery.last_error
     assert asked == ["hooks.test", "hooks.test"], "once when saved, once when sent"
     assert receiver.requests[0]["headers"]["Host"] == f"hooks.test:{port}"
+
+
+def test_a_name_with_several_addresses_is_tried_address_by_address(db, settings, receiver, monkeypatch):
+    """Nothing listens on 127.0.0.2 (the receiver is bound to 127.0.0.1): refused, then the next address."""
+    settings.WEBHOOK_ALLOWED_HOSTS = ["hooks.test"]
+    port = receiver.server.server_address[1]
+    with dns(monkeypatch, {"hooks.test": [["127.0.0.2", "127.0.0.1"]]}):
+        delivery = send(create(f"http://hooks.test:{port}/hook"))
+    assert delivery.status == WebhookDelivery.Status.DELIVERED and len(receiver.requests) == 1
+
+
+def test_several_addresses_are_refused_if_one_is_not_public(db, no_allowed_hosts, monkeypatch):
+    with (
+        dns(monkeypatch, {"mixed.test": [["93.184.216.34", "10.0.0.7"]]}),
+        pytest.raises(InvalidInput, match="10.0.0.7"),
+    ):
+        create("http://mixed.test/hook")
 
 
 def test_a_redirect_is_an_answer_not_followed(db, settings, receiver):
