@@ -174,7 +174,7 @@ def compose_stack(
                 "--timeout",
                 "120",
             )
-            stack.start("worker", str(BIN / "celery"), "-A", "console", "worker", "--loglevel=INFO", "--concurrency=1")
+            stack.start("worker", str(BIN / "celery"), "-A", "console", "worker", "--loglevel=INFO", "--concurrency=2")
             stack.start(
                 "beat", str(BIN / "celery"), "-A", "console", "beat", "--loglevel=INFO", "--schedule", str(folder / "s")
             )
