@@ -26,7 +26,7 @@ from agent_compression.summary_message import parse_summary_message
 from agent_compression.tokens import count_tokens
 
 from .errors import ArchiveCorrupted
-from .masking import mask_text, masked_key
+from .masking import mask_text, mask_value, masked_key
 
 
 class Immutable(models.Model):
@@ -60,6 +60,12 @@ def searchable_text(message: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def masked_search_text(message: dict[str, Any]) -> str:
+    """What ``Message.text`` holds: :func:`searchable_text` of the message masked as a reader sees it (a tool
+    call's arguments as JSON, so a value under a secret-named key is masked too), then as text."""
+    return mask_text(searchable_text(mask_value(message)))
+
+
 class Message(models.Model):
     sha256 = models.CharField(max_length=64, primary_key=True)
     role = models.CharField(max_length=16)
@@ -84,7 +90,7 @@ class Message(models.Model):
                     sha256=key,
                     role=str(data.get("role", "")),
                     data=data,
-                    text=mask_text(searchable_text(data)),
+                    text=masked_search_text(data),
                     tokens=count_tokens([data]),
                 )
         cls.objects.bulk_create(list(new.values()), ignore_conflicts=True, batch_size=500)
@@ -295,6 +301,10 @@ class CompressionRun(models.Model):
     sends = models.PositiveSmallIntegerField(default=0)
     #: a queued run waiting for the summarizer's cooldown is not sent before this
     not_before = models.DateTimeField(null=True, blank=True)
+    #: a reported run: the caller's ``Idempotency-Key`` and the sha256 of what it reported, so a retried
+    #: report is answered with this run instead of stored twice ("" for every other run)
+    idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    request_sha256 = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -302,6 +312,14 @@ class CompressionRun(models.Model):
             models.Index(fields=["session", "status"]),
             # the sessions list's "compressed" filter: has the session an applied compression?
             models.Index(fields=["session", "applied", "was_compressed"], name="run_session_applied_idx"),
+        ]
+        constraints = [
+            # keys are the caller's: one run per key and caller, also for two requests at the same moment
+            models.UniqueConstraint(
+                fields=["created_by", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="run_unique_idempotency_key",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -582,7 +600,7 @@ class SummarizerCooldown(models.Model):
         return self.key
 
 
-# --------------------------------------------------------------------------- notifications (console/notifications.py)
+# ------------------------------------------------------------ notifications (console/services/notifications.py)
 
 
 class Notification(models.Model):
@@ -667,7 +685,7 @@ class WebhookDelivery(models.Model):
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
-    #: see CompressionRun: when its task was last handed to the broker, and how often (console/queue.py)
+    #: see CompressionRun: when its task was last handed to the broker, and how often (console/services/queue.py)
     sent_at = models.DateTimeField(null=True, blank=True)
     sends = models.PositiveSmallIntegerField(default=0)
 

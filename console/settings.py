@@ -300,7 +300,7 @@ if REDIS_URL:
     # kombu's Redis transport with the fix that keeps a worker alive when Redis restarts (console/broker.py)
     CELERY_BROKER_TRANSPORT = "console.broker:Transport"
 
-# Queueing and recovery (console/queue.py sends every task; the sweep re-sends what was lost)
+# Queueing and recovery (console/services/queue.py sends every task; the sweep re-sends what was lost)
 #: how often beat runs the recovery sweep over runs, re-summarizes and drift checks
 RECOVERY_SWEEP_SECONDS = env_float("RECOVERY_SWEEP_SECONDS", 20.0, minimum=1.0)
 #: queued work whose task was sent this long ago and not picked up is sent again; the wait doubles with
@@ -322,11 +322,14 @@ COOLDOWN_WAIT_MAX_SECONDS = env_float("COOLDOWN_WAIT_MAX_SECONDS", 900.0, minimu
 MAX_COMPRESS_WAITERS = env_int("MAX_COMPRESS_WAITERS", 4, minimum=0)
 #: what a 503 during a database outage tells clients to wait before retrying
 DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
-# Outgoing webhooks (console/notifications.py): retried with a doubling wait, bounded in tries and in wait
+# Outgoing webhooks (console/services/notifications.py): retried with a doubling wait, bounded in tries and in wait
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 WEBHOOK_RETRY_SECONDS = env_float("WEBHOOK_RETRY_SECONDS", 10.0, minimum=0.0)
 WEBHOOK_RETRY_MAX_SECONDS = env_float("WEBHOOK_RETRY_MAX_SECONDS", 900.0, minimum=0.0)
 WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0, minimum=0.1)
+#: webhooks go to public addresses only (console/services/egress.py); these host names (as written in the URL;
+#: ".internal" for a domain and its subdomains) may be private receivers
+WEBHOOK_ALLOWED_HOSTS = env_list("WEBHOOK_ALLOWED_HOSTS", "")
 #: the console's address as receivers should link to it (empty: payloads carry paths only)
 CONSOLE_URL = env_url("CONSOLE_URL", {"http", "https"}).rstrip("/")
 CELERY_BEAT_SCHEDULE = {

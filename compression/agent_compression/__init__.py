@@ -3,9 +3,9 @@
 The five-stage pipeline: tool-output pruning, boundary resolution, archive,
 summary, reassembly + validation. See ``Compressor``.
 
-Names from the summarizer, drift and secrets modules load on first use, so
-``import agent_compression`` stays cheap (the ``openai`` client is only imported
-when ``OpenAISummarizer`` is asked for).
+Names from the summarizer, drift, secrets and reporting modules load on first use,
+so ``import agent_compression`` stays cheap (the ``openai`` client is only imported
+when ``OpenAISummarizer`` is asked for, ``urllib.request`` when ``ConsoleReporter`` is).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from .validate import LOST_RESULT, RepairReport, Violation, repair_messages, val
 if TYPE_CHECKING:
     from .drift import DriftFinding, check_drift
     from .facts import extract_facts, find_previous_summary
+    from .reporting import ConsoleReporter, Reporter, ReporterStats
     from .secrets import mask_messages, mask_secrets
     from .summarize import CooldownState, ExtractiveSummarizer, InMemoryCooldown, OpenAISummarizer
 
@@ -42,6 +43,9 @@ _LAZY = {
     "find_previous_summary": "facts",
     "mask_secrets": "secrets",
     "mask_messages": "secrets",
+    "ConsoleReporter": "reporting",
+    "Reporter": "reporting",
+    "ReporterStats": "reporting",
 }
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
     "CompressionResult",
     "CompressionWarning",
     "Compressor",
+    "ConsoleReporter",
     "CooldownState",
     "DriftFinding",
     "ExtractiveSummarizer",
@@ -64,6 +69,8 @@ __all__ = [
     "PruneResult",
     "PrunedItem",
     "RepairReport",
+    "Reporter",
+    "ReporterStats",
     "StageStat",
     "Summarizer",
     "SummaryOutcome",

@@ -7,12 +7,13 @@ assembles and validates whatever the summarizer answered.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .archive import Archive
 from .assemble import assemble, is_inserted_message, render_failure_body
@@ -30,6 +31,11 @@ from .summary_message import SummaryHeader, is_summary_message
 from .tokens import HistoryTally, TokenCounter, check_token_counts, default_counter
 from .types import Fact, Summarizer, SummaryOutcome, SummaryRequest
 from .validate import Profile, RepairReport, repair_messages, validate_messages
+
+if TYPE_CHECKING:
+    from .reporting import Reporter
+
+log = logging.getLogger(__name__)
 
 STAGES = ("prune", "boundaries", "archive", "summarize", "assemble", "validate")
 
@@ -225,6 +231,10 @@ class Compressor:
     The default summarizer is the offline :class:`ExtractiveSummarizer`.
     ``thrash_state`` may be injected (one per session) to persist the
     anti-thrash memory; by default each ``Compressor`` keeps its own.
+    ``reporter`` (e.g. :class:`~agent_compression.reporting.ConsoleReporter`) is handed
+    every result of ``compress``/``acompress`` with its input, the ``session_key`` the call
+    names and the config's ``secret_mask_key``; it queues and returns, and an exception it
+    raises is logged, never passed to the caller.
     """
 
     def __init__(
@@ -235,9 +245,11 @@ class Compressor:
         thrash_state: ThrashState | None = None,
         counter: TokenCounter | None = None,
         profile: Profile = "openai",
+        reporter: Reporter | None = None,
     ) -> None:
         self.config = config or CompressionConfig()
         self._summarizer = summarizer
+        self.reporter = reporter
         self.thrash_state = thrash_state if thrash_state is not None else ThrashState()
         self.counter = counter or default_counter
         self.profile: Profile = profile
@@ -277,6 +289,7 @@ class Compressor:
         on_stage: OnStage | None = None,
         on_archive: OnArchive | None = None,
         token_counts: Sequence[int] | None = None,
+        session_key: str | None = None,
     ) -> CompressionResult:
         """Compress ``messages`` (never mutated). The output always validates.
 
@@ -284,12 +297,15 @@ class Compressor:
         the caller has them (a store that counted each message once): the input is then not
         tokenized at all, only what the pipeline writes (pruned descriptions, the summary,
         repaired messages). One whole number per message, or ``ValueError``.
+        ``session_key``: the session the reporter files this compression under (no reporter: unused).
         """
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive, token_counts)
         if isinstance(plan, CompressionResult):
-            return self._flag_unfit(plan, messages, keep_prefix, token_counts)
-        result = self._finish(plan, _summarize(self.summarizer, plan.request))
-        return self._flag_unfit(result, messages, keep_prefix, token_counts)
+            result = self._flag_unfit(plan, messages, keep_prefix, token_counts)
+        else:
+            result = self._finish(plan, _summarize(self.summarizer, plan.request))
+            result = self._flag_unfit(result, messages, keep_prefix, token_counts)
+        return self._report(messages, result, session_key, focus_topic)
 
     async def acompress(
         self,
@@ -300,13 +316,16 @@ class Compressor:
         on_stage: OnStage | None = None,
         on_archive: OnArchive | None = None,
         token_counts: Sequence[int] | None = None,
+        session_key: str | None = None,
     ) -> CompressionResult:
         """Like :meth:`compress`, awaiting the summarizer."""
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive, token_counts)
         if isinstance(plan, CompressionResult):
-            return self._flag_unfit(plan, messages, keep_prefix, token_counts)
-        outcome = await _asummarize(self.summarizer, plan.request)
-        return self._flag_unfit(self._finish(plan, outcome), messages, keep_prefix, token_counts)
+            result = self._flag_unfit(plan, messages, keep_prefix, token_counts)
+        else:
+            outcome = await _asummarize(self.summarizer, plan.request)
+            result = self._flag_unfit(self._finish(plan, outcome), messages, keep_prefix, token_counts)
+        return self._report(messages, result, session_key, focus_topic)
 
     def resummarize(
         self,
@@ -333,6 +352,26 @@ class Compressor:
         return await _asummarize(summarizer or self.summarizer, request), facts
 
     # ------------------------------------------------------------------ steps
+
+    def _report(
+        self,
+        messages: Sequence[dict[str, Any]],
+        result: CompressionResult,
+        session_key: str | None,
+        focus_topic: str | None,
+    ) -> CompressionResult:
+        if self.reporter is not None:
+            try:
+                self.reporter.report(
+                    messages,
+                    result,
+                    session_key=session_key,
+                    focus_topic=focus_topic,
+                    mask_key=self.config.secret_mask_key,
+                )
+            except Exception:  # reporting is for the operators: it never breaks the agent's compression
+                log.exception("the compression reporter failed; the result is returned unreported")
+        return result
 
     def _request(
         self,

@@ -81,11 +81,8 @@ class StrictJsonParser(Parser):
     """
 
     def parse_body(self, request: HttpRequest) -> Any:
-        content_type = request.content_type or ""
-        if content_type != "application/json" and not (
-            content_type.startswith("application/") and content_type.endswith("+json")
-        ):
-            raise BadBody(f"send the body as JSON with 'Content-Type: application/json', not {content_type!r}", 415)
+        if not is_json(request.content_type):
+            raise BadBody(not_json_detail(request.content_type), 415)
         try:
             text = request.body.decode("utf-8")
             data = json.loads(text, parse_constant=_not_json, parse_float=_finite)
@@ -101,6 +98,48 @@ class StrictJsonParser(Parser):
         if problem:
             raise BadBody(problem, 422)
         return data
+
+
+def is_json(content_type: str | None) -> bool:
+    """``application/json`` or a ``+json`` type (``application/merge-patch+json``): what the API reads."""
+    content_type = (content_type or "").lower()
+    return content_type == "application/json" or (
+        content_type.startswith("application/") and content_type.endswith("+json")
+    )
+
+
+def not_json_detail(content_type: str | None) -> str:
+    return f"send the body as JSON with 'Content-Type: application/json', not {content_type or ''!r}"
+
+
+#: the methods whose requests carry a body the API reads
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _has_body(request: HttpRequest) -> bool:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 1  # a length Django cannot read is a body it cannot read either
+    return length > 0 or "HTTP_TRANSFER_ENCODING" in request.META
+
+
+def json_bodies_only(run: Any) -> Any:
+    """A view decorator on every operation: a write whose body is not JSON is a 415, decided on the header alone.
+
+    Before any parsing, so a multipart or form body is never read (ninja's body model would read
+    ``request.POST`` and then ``request.body``, a 500), and operations that take no body refuse one
+    too: a client sending a form to the API learns it at once, whichever endpoint it hits. A write without
+    a body (``DELETE``, a ``POST`` that takes nothing) needs no content type.
+    """
+
+    @wraps(run)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if request.method in WRITE_METHODS and _has_body(request) and not is_json(request.content_type):
+            return _error(request, 415, not_json_detail(request.content_type))
+        return run(request, *args, **kwargs)
+
+    return wrapper
 
 
 def _json_type(value: Any) -> str:
@@ -150,6 +189,7 @@ api = ConsoleApi(
     docs_url="/docs",
 )
 api.add_decorator(api_reveal)
+api.add_decorator(json_bodies_only, mode="view")
 
 
 def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpResponse:
@@ -158,7 +198,7 @@ def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> Http
 
 @api.exception_handler(ServiceError)
 def service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
-    response = _error(request, exc.status, str(exc))
+    response = _error(request, exc.status, str(exc), **getattr(exc, "extra", {}))
     retry_after = getattr(exc, "retry_after", None)  # TooManyWaiters
     if retry_after:
         response["Retry-After"] = str(retry_after)
