@@ -8,9 +8,10 @@ that is not one of the transport's connection errors, so it escapes the worker's
 exits ("Unrecoverable error: AttributeError(\"'NoneType' object has no attribute 'hostname'\")").
 
 What: when the transport has been detached, the restore is skipped (logged). Nothing is lost by it: the broker
-that just went away could not have taken the messages back anyway; Redis keeps every delivered, unacknowledged
-message in its ``unacked`` index, from which any worker restores it after ``visibility_timeout``; and the console
-re-sends queued work from the database (``console.services.queue``, the recovery sweep) long before that.
+that just went away could not have taken the messages back anyway; a Redis that kept its data (docker-compose.yml
+runs it with ``--appendonly yes``) still holds every delivered, unacknowledged message in its ``unacked`` index,
+from which a worker restores it after ``visibility_timeout``; and whatever Redis lost, the console re-sends from
+the database (``console.services.queue``, the recovery sweep) long before that.
 A restore at a normal shutdown, with the transport attached, runs as before.
 
 ``settings.CELERY_BROKER_TRANSPORT`` selects this transport whenever ``REDIS_URL`` is set.

@@ -14,11 +14,12 @@ of operations answered locally; :func:`status` reports it (``/healthz`` shows it
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.locmem import LocMemCache
@@ -27,8 +28,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 #: what "Redis is unreachable" looks like (BusyLoadingError, a Redis still loading its data, is a ConnectionError)
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -68,6 +67,7 @@ class FallbackRedisCache(RedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._location = server if isinstance(server, str) else ",".join(server)
+        self._shown = re.sub(r"//[^/@]*@", "//***@", self._location)  # for logs: never a password in the URL
         self._fallback_seconds = float(params.get("FALLBACK_SECONDS", 10.0))
         local_params = {k: params[k] for k in ("TIMEOUT", "KEY_PREFIX", "VERSION", "KEY_FUNCTION") if k in params}
         self._local = LocMemCache(f"fallback:{self._location}", local_params | {"OPTIONS": {"MAX_ENTRIES": 50_000}})
@@ -105,7 +105,7 @@ class FallbackRedisCache(RedisCache):
         log.warning(
             "the cache at %s is unreachable (%s: %s): rate limits and login lockouts count in this process's "
             "memory until it answers again (tried every %.0f s)",
-            self._location,
+            self._shown,
             type(exc).__name__,
             exc,
             self._fallback_seconds,
@@ -120,7 +120,7 @@ class FallbackRedisCache(RedisCache):
             state.down_since = None
         log.warning(
             "the cache at %s answers again after %.1f s; %d operations were answered from local memory meanwhile",
-            self._location,
+            self._shown,
             down_for,
             answered,
         )
