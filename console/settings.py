@@ -314,6 +314,11 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = False  # a run is recovered from the database, not by redelivery
+# with acks_late off this cancels nothing; it says what Celery 6 will do by default (and silences its warning)
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+if REDIS_URL:
+    # kombu's Redis transport with the fix that keeps a worker alive when Redis restarts (console/broker.py)
+    CELERY_BROKER_TRANSPORT = "console.broker:Transport"
 
 # Queueing and recovery (console/services/queue.py sends every task; the sweep re-sends what was lost)
 #: how often beat runs the recovery sweep over runs, re-summarizes and drift checks
@@ -368,13 +373,17 @@ LOGGING = {
 
 # --------------------------------------------------------------------------- throttling and security headers
 # Counters (API rate limits, login lockout) live in this cache, shared by every web process: Redis in
-# production, local memory in the embedded mode (one web process).
+# production, local memory in the embedded mode (one web process). While Redis is unreachable each process
+# counts in its own memory (console.cache), retrying Redis every CACHE_RETRY_SECONDS: never an error.
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "console.cache.FallbackRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "console",
+            "FALLBACK_SECONDS": env_float("CACHE_RETRY_SECONDS", 10.0, minimum=0.1),
+            # a cache that does not answer at once is treated as down: no request waits on it
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1.0},
         }
     }
 else:
@@ -396,6 +405,8 @@ def env_rate(name: str, default: str) -> str:
 API_RATE_LIMIT = env_rate("API_RATE_LIMIT", "1200/min")
 #: failed API authentications per client IP; past it every bearer request from that IP gets 429
 API_AUTH_FAILURE_LIMIT = env_rate("API_AUTH_FAILURE_LIMIT", "20/min")
+#: failed logins per client address, whatever the usernames (password spraying); past it the login page says 429
+LOGIN_ADDRESS_FAILURE_LIMIT = env_rate("LOGIN_ADDRESS_FAILURE_LIMIT", "20/h")
 #: reverse proxies in front of the web server that append to X-Forwarded-For; 0 trusts only the peer's address
 NUM_PROXIES = env_int("NUM_PROXIES", 0)
 NINJA_NUM_PROXIES = NUM_PROXIES

@@ -27,11 +27,9 @@ from ..errors import ServiceError
 from ..middleware import database_unavailable
 from ..reveal import reveal_for
 from ..services.validation import MAX_JSON_DEPTH, may_hold_unstorable, unstorable
-from ..throttling import FailedAuthThrottle, KeyRateThrottle
+from ..throttling import API_AUTH_FAILURES, KeyRateThrottle
 from .rendering import MaskingRenderer
 from .routers import archives, audit_events, drift_cases, notifications, runs, sessions
-
-FAILED_AUTH = FailedAuthThrottle()
 
 # --------------------------------------------------------------------------- plumbing
 
@@ -39,14 +37,16 @@ FAILED_AUTH = FailedAuthThrottle()
 class BearerKey(HttpBearer):
     """``Authorization: Bearer ccs_...``: the key's own user (in its role's group) makes the request.
 
-    A client IP whose keys failed ``API_AUTH_FAILURE_LIMIT`` times is refused (429) before its key is looked at.
+    A valid key is always served. A bad key from an address whose keys failed ``API_AUTH_FAILURE_LIMIT`` times
+    gets 429 instead of 401 (and is not counted again): other clients' bad keys behind the same address (a NAT,
+    a proxy) never lock out a good one, and guessing stays pointless (a key holds 256 random bits).
     """
 
     def __call__(self, request: HttpRequest) -> Any:
-        if request.headers.get("Authorization") and FAILED_AUTH.blocked(request):
-            wait = FAILED_AUTH.wait()
-            raise Throttled(wait=math.ceil(wait) if wait else None)
-        return super().__call__(request)
+        user = super().__call__(request)
+        if user is None and request.headers.get("Authorization") and API_AUTH_FAILURES.blocked(request):
+            raise Throttled(wait=API_AUTH_FAILURES.retry_after())
+        return user
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         user = authenticate_key(token)
@@ -225,7 +225,7 @@ def throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
 def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     given = request.headers.get("Authorization")
     if given:
-        FAILED_AUTH.record_failure(request)
+        API_AUTH_FAILURES.record_failure(request)
     detail = (
         "the API key is unknown or revoked"
         if given
