@@ -19,12 +19,10 @@ from django.http import HttpRequest
 
 from ..apikeys import authenticate_key
 from ..roles import ADD, CHANGE
-from ..throttling import FailedAuthThrottle
+from ..throttling import API_AUTH_FAILURES
 
 #: how long a remembered key stays usable while the database cannot be asked
 STALE_GRACE_SECONDS = 900.0
-
-FAILED_AUTH = FailedAuthThrottle()
 
 
 @dataclass(frozen=True)
@@ -55,8 +53,6 @@ def caller(request: HttpRequest) -> Any:
     known = _known.get(digest)
     if known is not None and now - known.verified_at < settings.PROXY_AUTH_CACHE_SECONDS:
         return known.user
-    if FAILED_AUTH.blocked(request):
-        raise Refused(429, "too many failed authentications from this address; try again later", 60)
     try:
         user = authenticate_key(token)
         allowed = user is not None and user.has_perm(ADD) and user.has_perm(CHANGE)
@@ -65,7 +61,10 @@ def caller(request: HttpRequest) -> Any:
             return known.user
         raise Refused(503, "the console cannot check the key now (its database is unavailable)", 5) from None
     if user is None:
-        FAILED_AUTH.record_failure(request)
+        # a valid key is never refused for another client's bad ones: the throttle applies to failures only
+        if API_AUTH_FAILURES.blocked(request):
+            raise Refused(429, "too many failed authentications from this address; try again later", 60)
+        API_AUTH_FAILURES.record_failure(request)
         with _lock:
             _known.pop(digest, None)
         raise Refused(401, "the API key is unknown or revoked")
