@@ -58,6 +58,11 @@ messages: $(STAMP)
 	$(BIN)/python manage.py makemessages -l zh_Hans --ignore=.venv --ignore=tests --ignore=bench
 	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv
 
+## bench-drift: drift detection on the labelled evaluation set (bench/data/drift_eval/; ARGS="--split heldout -v")
+.PHONY: bench-drift
+bench-drift: $(STAMP)
+	$(BIN)/python bench/drift_eval.py $(ARGS)
+
 ## bench-model: a real local model in the loop (llama-cpp-python + Qwen2.5-Coder GGUF, cached; slow, not in `make test`)
 bench-model: $(STAMP)
 	$(BIN)/python bench/model.py $(ARGS)

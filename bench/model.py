@@ -1,5 +1,7 @@
 """The pipeline with a real model in the loop: install, serve, summarize, save, score.
 
+``--agent-loop``: a multi-turn agent through the console's proxy against the model (``bench/model_agent.py``).
+
 Run: make bench-model        (or .venv/bin/python bench/model.py [options])
 
 1. Installs into a cache directory (``$BENCH_MODEL_CACHE``, default ``~/.cache/compression-bench``),
@@ -637,6 +639,9 @@ def main() -> int:
     parser.add_argument("--compare", action="store_true", help="legacy vs current prompt, from the saved answers")
     parser.add_argument("--table", action="store_true", help="the per-model, per-window table of the saved answers")
     parser.add_argument("--list", action="store_true", help="print the cases of each model's plan")
+    parser.add_argument(
+        "--agent-loop", action="store_true", help="a multi-turn agent through the proxy; probes about early turns"
+    )
     args = parser.parse_args()
     interruptible()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
@@ -675,6 +680,8 @@ def main() -> int:
                 print(f"OPENAI_BASE_URL={url}  (model name: {args.serve}); Ctrl-C stops it", flush=True)
                 while True:
                     time.sleep(3600)
+        if args.agent_loop:
+            return agent_loops(python, paths, args.threads, args.threads_batch, cache)
         for m in models:
             if args.cases:
                 prompts = (args.prompts or PROMPT_VERSION).split(",")
@@ -716,6 +723,22 @@ def main() -> int:
     except KeyboardInterrupt:
         print("\ninterrupted; the answers saved so far are kept", file=sys.stderr)
         return 130
+    return 0
+
+
+def agent_loops(python: Path, paths: dict[str, Path], threads: int, threads_batch: int, cache: Path) -> int:
+    """Each model behind the console's proxy: the agent loop of ``bench/model_agent.py``, compressed vs full."""
+    from bench.model_agent import agent_loop, print_result, save
+    from bench.proxy import console
+
+    for m, path in paths.items():
+        with (
+            serve(python, path, cache / "logs" / f"{m}.log", threads=threads, threads_batch=threads_batch) as url,
+            console(url, sqlite=True, PROXY_UPSTREAM_API_KEY="not-needed") as (base, key),
+        ):
+            result = agent_loop(base, key, url, m)
+        print_result(result)
+        print(f"  saved {save(result, RUNS / 'agent_loop')}", flush=True)
     return 0
 
 

@@ -5,7 +5,9 @@ Only the key's sha256 and a lookup prefix are stored; the key itself is returned
 
 from __future__ import annotations
 
+import hmac
 import re
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -26,6 +28,22 @@ NAME_MAX = 100
 def api_username(name: str) -> str:
     # the colon keeps key users apart from people (Django's user forms refuse it) and reads well in audit logs
     return f"api:{name}"
+
+
+def authenticate_key(token: str) -> Any:
+    """The active user a bearer key acts as, or None (unknown, revoked, or its user deactivated).
+
+    The one check every way in uses (the API, the proxy, the MCP server). ``last_used_at`` is written at
+    most once a minute, not per request.
+    """
+    lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
+    key = ApiKey.objects.select_related("user").filter(lookup=lookup, revoked_at__isnull=True).first()
+    if key is None or not hmac.compare_digest(ApiKey.digest(token), key.key_sha256) or not key.user.is_active:
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    return key.user
 
 
 @transaction.atomic

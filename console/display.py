@@ -27,7 +27,7 @@ from agent_compression.messages import call_arguments, call_name, content_text
 from agent_compression.summary_message import is_summary_message
 from agent_compression.validate import LOST_RESULT
 
-from .masking import cut, for_page
+from .masking import cut, for_page, value_for_reader
 
 #: characters of content shown before "show the rest" (the rest loads on demand)
 PREVIEW_CHARS = 1200
@@ -103,9 +103,10 @@ def attachment_kinds(data: dict[str, Any]) -> list[str]:
 
 
 def pretty_arguments(arguments: str) -> str:
-    """Tool-call arguments as indented JSON when they parse, else as given."""
+    """Tool-call arguments as indented JSON when they parse, else as given; a value under a secret-named key is
+    masked here unless this request reveals (its text alone may not say it is a secret)."""
     try:
-        return json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)
+        return json.dumps(value_for_reader(json.loads(arguments)), ensure_ascii=False, indent=2)
     except (TypeError, ValueError):
         return arguments
 

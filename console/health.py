@@ -25,3 +25,15 @@ def broker_ok() -> tuple[bool, str]:
     except Exception as exc:
         return False, type(exc).__name__
     return True, str(transport)
+
+
+def cache_ok() -> tuple[bool, str]:
+    """Whether the cache answers from Redis (never a reason to fail /healthz: a local fallback answers meanwhile)."""
+    from django.conf import settings
+
+    from .cache import status
+
+    if not str(settings.CACHES["default"]["BACKEND"]).endswith("FallbackRedisCache"):
+        return True, "local memory"
+    down = [location for location, state in status().items() if state["fallback"]]
+    return (False, "unreachable: counting in local memory") if down else (True, "redis")

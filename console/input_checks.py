@@ -19,10 +19,9 @@ def _problem(request: HttpRequest) -> str | None:
     if "\x00" in request.path_info:
         return "the URL path contains a NUL character (%00), which cannot be stored; remove it"
     forms = [("query parameter", request.GET)]
-    if request.method == "POST" and request.content_type in (
-        "application/x-www-form-urlencoded",
-        "multipart/form-data",
-    ):
+    # the API reads JSON only and refuses a form with a 415 on its header (``console.api.json_bodies_only``):
+    # parsing a multipart body here would consume the stream the API may still need to see
+    if request.method == "POST" and request.content_type in FORM_TYPES and not request.path_info.startswith(API_PREFIX):
         forms.append(("form field", request.POST))
     for kind, data in forms:
         for name, values in data.lists():

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from .masking import mask_text
+from .masking import mask_text, mask_value
+
+
+def _structures_masked(args: Any) -> Any:
+    """The record's arguments with dicts and lists masked as structures (a value under a secret-named key)."""
+    if isinstance(args, dict):
+        return mask_value(args)
+    if isinstance(args, tuple):
+        return tuple(mask_value(a) if isinstance(a, dict | list) else a for a in args)
+    return args
 
 
 class MaskSecretsFilter(logging.Filter):
-    """Masks the formatted message and the traceback of every record a handler emits."""
+    """Masks the formatted message and the traceback of every record a handler emits; dict and list arguments
+    are masked as structures before they are formatted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        record.args = _structures_masked(record.args)
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a bad format string: let the handler report it as usual

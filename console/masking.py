@@ -36,7 +36,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils.crypto import salted_hmac
 
-from agent_compression.secrets import mask_secrets
+from agent_compression.secrets import mask_json, mask_secrets
 
 # --------------------------------------------------------------------------- who sees raw text
 
@@ -89,14 +89,12 @@ def _mask_short(text: str) -> str:
 
 
 def mask_value(value: Any) -> Any:
-    """A JSON-like value with every string masked, dict keys included (for API bodies, exports, metadata)."""
+    """A JSON-like value (API bodies, exports, metadata) with every string masked, dict keys included, and every
+    value under a secret-named key (``password``, ``auth.token``...) masked whole (``agent_compression.secrets
+    .mask_json``; the names are ``agent_compression.secret_names``)."""
     if isinstance(value, str):
         return mask_text(value)
-    if isinstance(value, dict):
-        return {mask_value(k): mask_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [mask_value(v) for v in value]
-    return value
+    return mask_json(value, key=_key(), text=mask_text)
 
 
 def value_for_reader(value: Any) -> Any:

@@ -26,7 +26,7 @@ from agent_compression.summary_message import parse_summary_message
 from agent_compression.tokens import count_tokens
 
 from .errors import ArchiveCorrupted
-from .masking import mask_text, masked_key
+from .masking import mask_text, mask_value, masked_key
 
 
 class Immutable(models.Model):
@@ -60,6 +60,12 @@ def searchable_text(message: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def masked_search_text(message: dict[str, Any]) -> str:
+    """What ``Message.text`` holds: :func:`searchable_text` of the message masked as a reader sees it (a tool
+    call's arguments as JSON, so a value under a secret-named key is masked too), then as text."""
+    return mask_text(searchable_text(mask_value(message)))
+
+
 class Message(models.Model):
     sha256 = models.CharField(max_length=64, primary_key=True)
     role = models.CharField(max_length=16)
@@ -84,7 +90,7 @@ class Message(models.Model):
                     sha256=key,
                     role=str(data.get("role", "")),
                     data=data,
-                    text=mask_text(searchable_text(data)),
+                    text=masked_search_text(data),
                     tokens=count_tokens([data]),
                 )
         cls.objects.bulk_create(list(new.values()), ignore_conflicts=True, batch_size=500)
@@ -243,6 +249,8 @@ class CompressionRun(models.Model):
         MANUAL = "manual", _("manual")
         API = "api", _("API")
         REPORTED = "reported", _("reported")
+        #: compressed in the request path of ``/proxy/v1`` (console/proxy/)
+        PROXY = "proxy", _("proxy")
 
     class Status(models.TextChoices):
         QUEUED = "queued", _("queued")
@@ -295,6 +303,10 @@ class CompressionRun(models.Model):
     sends = models.PositiveSmallIntegerField(default=0)
     #: a queued run waiting for the summarizer's cooldown is not sent before this
     not_before = models.DateTimeField(null=True, blank=True)
+    #: a reported run: the caller's ``Idempotency-Key`` and the sha256 of what it reported, so a retried
+    #: report is answered with this run instead of stored twice ("" for every other run)
+    idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    request_sha256 = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -302,6 +314,14 @@ class CompressionRun(models.Model):
             models.Index(fields=["session", "status"]),
             # the sessions list's "compressed" filter: has the session an applied compression?
             models.Index(fields=["session", "applied", "was_compressed"], name="run_session_applied_idx"),
+        ]
+        constraints = [
+            # keys are the caller's: one run per key and caller, also for two requests at the same moment
+            models.UniqueConstraint(
+                fields=["created_by", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="run_unique_idempotency_key",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -579,6 +599,60 @@ class ApiKey(models.Model):
         return f"{cls.PREFIX}{lookup}_{secrets.token_urlsafe(32)}", lookup
 
 
+class ProxyConversation(models.Model):
+    """A runtime's conversation seen through ``/proxy/v1``: the session that holds it, and how much of it is stored.
+
+    The runtime sends its whole history with every call; ``seen_count`` of its messages are stored, and
+    ``seen_hash`` chains their normalized hashes (``console.services.proxy``), so a call is matched against
+    what was stored without reading the history back. A history that does not extend it (edited, rewound,
+    forked) moves the conversation to a new session (a fork), leaving the old one as it was.
+    """
+
+    #: the runtime's ``X-Session-Key``, or the key derived from the conversation's opening
+    key = models.CharField(max_length=255, unique=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="proxy_conversations")
+    seen_count = models.PositiveIntegerField(default=0)
+    seen_hash = models.CharField(max_length=64, blank=True)
+    #: the chain values of the latest stored lengths (up to ``seen_count``): a retry is not a fork
+    recent_chain = models.JSONField(default=list, blank=True)
+    #: the session's version right after the proxy last wrote it, and whether its live history still is the
+    #: runtime's own (never compressed): then a call is forwarded as the runtime sent it, nothing read back
+    synced_version = models.PositiveIntegerField(default=0)
+    mirrors = models.BooleanField(default=True)
+    forks = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ProxyCall(models.Model):
+    """One call relayed by the proxy: what the upstream answered, how long it took, what the console did."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="proxy_calls")
+    #: the history index of the stored answer (null: no answer was stored, e.g. an upstream error)
+    position = models.PositiveIntegerField(null=True, blank=True)
+    model = models.CharField(max_length=255, blank=True)
+    stream = models.BooleanField(default=False)
+    status_code = models.PositiveSmallIntegerField()
+    finish_reason = models.CharField(max_length=32, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    #: what the console did with the history: forwarded, compressed, deferred, diverged, bypass
+    handling = models.CharField(max_length=16)
+    messages_sent = models.PositiveIntegerField(default=0)
+    run = models.ForeignKey(CompressionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["session", "created_at"], name="proxycall_session_idx")]
+
+    def __str__(self) -> str:
+        return f"proxy call {self.pk} ({self.status_code})"
+
+
 class SummarizerCooldown(models.Model):
     """When a summarizer endpoint may be called again (after a 429), shared by all workers."""
 
@@ -589,7 +663,7 @@ class SummarizerCooldown(models.Model):
         return self.key
 
 
-# --------------------------------------------------------------------------- notifications (console/notifications.py)
+# ------------------------------------------------------------ notifications (console/services/notifications.py)
 
 
 class Notification(models.Model):
@@ -674,7 +748,7 @@ class WebhookDelivery(models.Model):
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
-    #: see CompressionRun: when its task was last handed to the broker, and how often (console/queue.py)
+    #: see CompressionRun: when its task was last handed to the broker, and how often (console/services/queue.py)
     sent_at = models.DateTimeField(null=True, blank=True)
     sends = models.PositiveSmallIntegerField(default=0)
 

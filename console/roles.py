@@ -19,6 +19,8 @@ OPEN_CASE = "console.open_drift_case"
 AUDIT = "console.view_auditevent"
 REVEAL = "console.reveal_secrets"
 MANAGE_WEBHOOKS = "console.manage_webhooks"
+#: creating and revoking API keys in the console (Django's own permission of the ApiKey model)
+MANAGE_API_KEYS = "console.add_apikey"
 
 VIEWER = "viewer"
 OPERATOR = "operator"
@@ -30,9 +32,10 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
     OPERATOR: [VIEW, ADD, CHANGE, COMPRESS, RESUMMARIZE, PROMOTE, OPEN_CASE],
     REVIEWER: [VIEW, REVIEW, OPEN_CASE],
 }
-#: everything the other roles may do, plus reading the audit log, revealing masked secrets and configuring webhooks
+#: everything the other roles may do, plus reading the audit log, revealing masked secrets, configuring webhooks
+#: and managing API keys
 ROLE_PERMISSIONS[ADMIN] = sorted(
-    {p for perms in ROLE_PERMISSIONS.values() for p in perms} | {AUDIT, REVEAL, MANAGE_WEBHOOKS}
+    {p for perms in ROLE_PERMISSIONS.values() for p in perms} | {AUDIT, REVEAL, MANAGE_WEBHOOKS, MANAGE_API_KEYS}
 )
 
 

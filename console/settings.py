@@ -252,6 +252,26 @@ SUMMARY_MAX_RETRIES = env_int("SUMMARY_MAX_RETRIES", 1)
 #: seconds to stop calling an endpoint after it failed (a 429's Retry-After wins); shared by all workers
 SUMMARY_COOLDOWN_SECONDS = env_float("SUMMARY_COOLDOWN_SECONDS", 120.0, minimum=0.0)
 
+# Proxy mode (console/proxy/): runtimes point their OpenAI base URL at /proxy/v1
+#: the OpenAI-compatible endpoint calls are relayed to, and its key (default: the summarizer's endpoint and key)
+PROXY_UPSTREAM_BASE_URL = env_url("PROXY_UPSTREAM_BASE_URL", {"http", "https"}) or OPENAI_BASE_URL
+PROXY_UPSTREAM_API_KEY = env_str("PROXY_UPSTREAM_API_KEY") or OPENAI_API_KEY
+#: seconds an upstream call may take (a long generation streams for minutes)
+PROXY_UPSTREAM_TIMEOUT = env_float("PROXY_UPSTREAM_TIMEOUT", 600.0, minimum=1.0)
+#: how long a call waits for a compression in its own request path; past it, the history goes as it is
+#: and the compression finishes for the next call
+PROXY_COMPRESS_BUDGET_MS = env_int("PROXY_COMPRESS_BUDGET_MS", 2000, minimum=0)
+#: the summarizer of compressions in the request path: the offline extractive one (fast), or "openai"
+PROXY_SUMMARIZER = env_str("PROXY_SUMMARIZER", "extractive")
+if PROXY_SUMMARIZER not in ("extractive", "openai"):
+    raise ImproperlyConfigured(f"PROXY_SUMMARIZER={PROXY_SUMMARIZER!r} must be 'extractive' or 'openai'")
+#: the context window of a session the proxy creates without an X-Context-Window-Tokens header
+PROXY_CONTEXT_WINDOW_TOKENS = env_int("PROXY_CONTEXT_WINDOW_TOKENS", 128_000, minimum=256)
+#: seconds a verified API key is trusted without asking the database again (a revocation takes this long)
+PROXY_AUTH_CACHE_SECONDS = env_float("PROXY_AUTH_CACHE_SECONDS", 30.0, minimum=0.0)
+#: the MCP server (manage.py mcp) serves the archive; summaries then tell the agent how to read it back
+MCP_ENABLED = env_bool("MCP_ENABLED", False)
+
 # Compression runs
 #: queue a run when appends push a session past its trigger ratio
 AUTO_COMPRESS = env_bool("AUTO_COMPRESS", True)
@@ -296,8 +316,13 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = False  # a run is recovered from the database, not by redelivery
+# with acks_late off this cancels nothing; it says what Celery 6 will do by default (and silences its warning)
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+if REDIS_URL:
+    # kombu's Redis transport with the fix that keeps a worker alive when Redis restarts (console/broker.py)
+    CELERY_BROKER_TRANSPORT = "console.broker:Transport"
 
-# Queueing and recovery (console/queue.py sends every task; the sweep re-sends what was lost)
+# Queueing and recovery (console/services/queue.py sends every task; the sweep re-sends what was lost)
 #: how often beat runs the recovery sweep over runs, re-summarizes and drift checks
 RECOVERY_SWEEP_SECONDS = env_float("RECOVERY_SWEEP_SECONDS", 20.0, minimum=1.0)
 #: queued work whose task was sent this long ago and not picked up is sent again; the wait doubles with
@@ -319,11 +344,14 @@ COOLDOWN_WAIT_MAX_SECONDS = env_float("COOLDOWN_WAIT_MAX_SECONDS", 900.0, minimu
 MAX_COMPRESS_WAITERS = env_int("MAX_COMPRESS_WAITERS", 4, minimum=0)
 #: what a 503 during a database outage tells clients to wait before retrying
 DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
-# Outgoing webhooks (console/notifications.py): retried with a doubling wait, bounded in tries and in wait
+# Outgoing webhooks (console/services/notifications.py): retried with a doubling wait, bounded in tries and in wait
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 WEBHOOK_RETRY_SECONDS = env_float("WEBHOOK_RETRY_SECONDS", 10.0, minimum=0.0)
 WEBHOOK_RETRY_MAX_SECONDS = env_float("WEBHOOK_RETRY_MAX_SECONDS", 900.0, minimum=0.0)
 WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0, minimum=0.1)
+#: webhooks go to public addresses only (console/services/egress.py); these host names (as written in the URL;
+#: ".internal" for a domain and its subdomains) may be private receivers
+WEBHOOK_ALLOWED_HOSTS = env_list("WEBHOOK_ALLOWED_HOSTS", "")
 #: the console's address as receivers should link to it (empty: payloads carry paths only)
 CONSOLE_URL = env_url("CONSOLE_URL", {"http", "https"}).rstrip("/")
 CELERY_BEAT_SCHEDULE = {
@@ -347,13 +375,17 @@ LOGGING = {
 
 # --------------------------------------------------------------------------- throttling and security headers
 # Counters (API rate limits, login lockout) live in this cache, shared by every web process: Redis in
-# production, local memory in the embedded mode (one web process).
+# production, local memory in the embedded mode (one web process). While Redis is unreachable each process
+# counts in its own memory (console.cache), retrying Redis every CACHE_RETRY_SECONDS: never an error.
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "console.cache.FallbackRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "console",
+            "FALLBACK_SECONDS": env_float("CACHE_RETRY_SECONDS", 10.0, minimum=0.1),
+            # a cache that does not answer at once is treated as down: no request waits on it
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1.0},
         }
     }
 else:
@@ -375,6 +407,8 @@ def env_rate(name: str, default: str) -> str:
 API_RATE_LIMIT = env_rate("API_RATE_LIMIT", "1200/min")
 #: failed API authentications per client IP; past it every bearer request from that IP gets 429
 API_AUTH_FAILURE_LIMIT = env_rate("API_AUTH_FAILURE_LIMIT", "20/min")
+#: failed logins per client address, whatever the usernames (password spraying); past it the login page says 429
+LOGIN_ADDRESS_FAILURE_LIMIT = env_rate("LOGIN_ADDRESS_FAILURE_LIMIT", "20/h")
 #: reverse proxies in front of the web server that append to X-Forwarded-For; 0 trusts only the peer's address
 NUM_PROXIES = env_int("NUM_PROXIES", 0)
 NINJA_NUM_PROXIES = NUM_PROXIES

@@ -1,17 +1,42 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import path
 from django.views.i18n import set_language
 
 from .api import api
-from .web import archives, dashboard, drift, exports, health, messages, notifications, runs, sessions, summaries
+from .proxy import views as proxy_views
+from .web import (
+    api_keys,
+    archives,
+    dashboard,
+    drift,
+    exports,
+    health,
+    messages,
+    notifications,
+    runs,
+    runs_table,
+    sessions,
+    summaries,
+)
 from .web.audit_log import audit_log
+
+
+@login_not_required
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """Browsers ask for /favicon.ico whatever the page links; the link tag names the static file."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
 
 urlpatterns = [
     path("", sessions.session_list, name="home"),
     path("sessions/<int:pk>/", sessions.session_detail, name="session"),
     path("sessions/<int:pk>/compress", sessions.compress, name="compress"),
+    path("runs/", runs_table.runs_table, name="runs"),
+    path("runs/export.csv", runs_table.runs_csv, name="runs_csv"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/progress", sessions.run_progress, name="run_progress"),
     path("runs/<int:pk>/diff", runs.run_diff, name="run_diff"),
@@ -41,6 +66,8 @@ urlpatterns = [
     path("inbox/<int:pk>/open", notifications.open_notification, name="notification_open"),
     path("settings/webhooks/", notifications.webhooks, name="webhooks"),
     path("settings/webhooks/<int:pk>/", notifications.webhook_detail, name="webhook"),
+    path("settings/api-keys/", api_keys.api_keys, name="api_keys"),
+    path("favicon.ico", favicon),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -48,4 +75,6 @@ urlpatterns = [
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("proxy/v1/chat/completions", proxy_views.chat_completions, name="proxy_chat_completions"),
+    path("proxy/v1/models", proxy_views.models, name="proxy_models"),
 ]

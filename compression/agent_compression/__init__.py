@@ -3,9 +3,11 @@
 The five-stage pipeline: tool-output pruning, boundary resolution, archive,
 summary, reassembly + validation. See ``Compressor``.
 
-Names from the summarizer, drift and secrets modules load on first use, so
-``import agent_compression`` stays cheap (the ``openai`` client is only imported
-when ``OpenAISummarizer`` is asked for).
+Names from the summarizer, drift and reporting modules load on first use, so
+``import agent_compression`` stays cheap; the ``openai`` client is only imported
+when an ``OpenAISummarizer`` first needs its client, ``urllib.request`` when a
+``ConsoleReporter`` is asked for. Fact extraction and masking are part of every
+compression and load with the pipeline.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from .archive import Archive
 from .assemble import assemble
 from .boundaries import Boundaries, resolve_boundaries
 from .config import CompressionConfig
+from .facts import extract_facts, find_previous_summary
 from .messages import canonical_json, messages_sha256
 from .pipeline import CompressionResult, CompressionWarning, Compressor, StageStat, ThrashState
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
+from .secrets import mask_json, mask_messages, mask_secrets
 from .summary_message import ACKNOWLEDGEMENT, is_summary_message, parse_summary_message, render_summary_message
 from .tokens import TokenCounter, count_text_tokens, count_tokens
 from .types import SUMMARY_MARKER, Fact, Message, Summarizer, SummaryOutcome, SummaryRequest
@@ -27,8 +31,7 @@ from .validate import LOST_RESULT, RepairReport, Violation, repair_messages, val
 
 if TYPE_CHECKING:
     from .drift import DriftFinding, assess_summary, check_drift
-    from .facts import extract_facts, find_previous_summary
-    from .secrets import mask_messages, mask_secrets
+    from .reporting import ConsoleReporter, Reporter, ReporterStats
     from .summarize import CooldownState, ExtractiveSummarizer, InMemoryCooldown, OpenAISummarizer
 
 _LAZY = {
@@ -39,10 +42,9 @@ _LAZY = {
     "check_drift": "drift",
     "assess_summary": "drift",
     "DriftFinding": "drift",
-    "extract_facts": "facts",
-    "find_previous_summary": "facts",
-    "mask_secrets": "secrets",
-    "mask_messages": "secrets",
+    "ConsoleReporter": "reporting",
+    "Reporter": "reporting",
+    "ReporterStats": "reporting",
 }
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "CompressionResult",
     "CompressionWarning",
     "Compressor",
+    "ConsoleReporter",
     "CooldownState",
     "DriftFinding",
     "ExtractiveSummarizer",
@@ -65,6 +68,8 @@ __all__ = [
     "PruneResult",
     "PrunedItem",
     "RepairReport",
+    "Reporter",
+    "ReporterStats",
     "StageStat",
     "Summarizer",
     "SummaryOutcome",
@@ -81,6 +86,7 @@ __all__ = [
     "extract_facts",
     "find_previous_summary",
     "is_summary_message",
+    "mask_json",
     "mask_messages",
     "mask_secrets",
     "messages_sha256",

@@ -12,6 +12,8 @@ from typing import Any
 
 from .config import CompressionConfig
 from .messages import call_index, content_text, role_of, tool_call_ids
+from .prune import describe_tool_result, truncate_arguments
+from .serialize import head_tail
 from .summary_message import ACKNOWLEDGEMENT, BRIDGE, is_summary_message
 from .tokens import TokenCounter, default_counter
 
@@ -278,8 +280,6 @@ def _shortened(
 ) -> dict[str, Any]:
     """A head message that is too big, shortened the way stage 1 prunes: a tool result becomes its
     one-line description, long call arguments are cut inside the JSON, other text keeps head and tail."""
-    from .prune import describe_tool_result, truncate_arguments
-    from .serialize import head_tail
 
     text = content_text(message)
     if role_of(message) == "tool":

@@ -19,6 +19,7 @@ from typing import Any
 from .config import CompressionConfig
 from .pipeline import Compressor
 from .session_file import InputError, load_session
+from .summarize import OpenAISummarizer
 from .types import Summarizer
 
 
@@ -42,8 +43,6 @@ def _parser() -> argparse.ArgumentParser:
 def _summarizer(args: argparse.Namespace) -> Summarizer | None:
     if not args.openai_base_url:
         return None
-    from .summarize import OpenAISummarizer
-
     return OpenAISummarizer(
         base_url=args.openai_base_url,
         api_key=os.environ.get("OPENAI_API_KEY", "unused"),

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 #: fields set in code only: not budgets (no number checks), never in ``to_dict``, refused by ``from_dict``
-_CODE_ONLY = frozenset({"secret_mask_key"})
+_CODE_ONLY = frozenset({"secret_mask_key", "recall_hint"})
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,10 @@ class CompressionConfig:
     #: :mod:`agent_compression.secrets`); give a private one. Never in ``to_dict`` and refused by ``from_dict``,
     #: so it is not stored with a run's config nor set from a request.
     secret_mask_key: str | bytes | None = field(default=None, repr=False, compare=False)
+    #: one line the summary message carries under its notice, telling the agent how to read the archived
+    #: originals back (e.g. the tools of an MCP server that serves the archive); ``None``: no such line.
+    #: Set in code by whoever serves the archive; never in ``to_dict`` and refused by ``from_dict``.
+    recall_hint: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # values may come from JSON (the console's config overrides): check types, not only ranges
@@ -82,6 +86,8 @@ class CompressionConfig:
             raise ValueError("summary_ceiling_ratio must be between 0.01 and 0.5")
         if not isinstance(self.secret_mask_key, str | bytes | None):
             raise ValueError("secret_mask_key must be a string or bytes")
+        if self.recall_hint is not None and (not isinstance(self.recall_hint, str) or "\n" in self.recall_hint):
+            raise ValueError("recall_hint must be one line of text")
 
     @property
     def trigger_tokens(self) -> int:

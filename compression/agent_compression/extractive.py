@@ -25,15 +25,20 @@ from typing import Any
 from .facts import (
     COMPRESSOR_TEXTS,
     PATH_RANKS,
-    has_error_hint,
     is_decision,
     is_prohibition,
-    number_key,
-    shell_written_files,
     split_sentences,
-    windowed,
 )
 from .messages import call_arguments, call_name, content_text, one_line
+from .patterns import (
+    has_error_hint,
+    is_read_tool,
+    is_shell_tool,
+    is_write_tool,
+    number_key,
+    shell_written_files,
+    windowed,
+)
 from .secrets import mask_secrets
 from .summary_body import FOCUS, finalize_summary, parse_sections, render_sections, session_language
 from .summary_message import is_summary_message
@@ -72,9 +77,6 @@ _NEXT = re.compile(
     r"|接下来|下一步|然后|待办|还需|还要|计划",
 )
 _PREFERENCE = re.compile(r"\b(?:prefer|i like|i want|i'd like|i would like|i'd rather)\b|希望|喜欢|偏好|最好|尽量")
-_WRITE_TOOL = re.compile(r"write|edit|patch|create|replace|apply|update|save|delete|remove|move|rename", re.I)
-_SHELL_TOOL = re.compile(r"bash|shell|terminal|exec|command|run|cmd|sh$", re.I)
-_READ_TOOL = re.compile(r"read|view|open|cat|show|get|list|search|grep|find", re.I)
 _WORD = re.compile(r"[A-Za-z0-9_./-]{3,}|[\u4e00-\u9fff]{2,}")
 _STOP_WORDS = "the and for with that this from have what about into your you are was were will not"
 _STOP = frozenset(_STOP_WORDS.split())
@@ -218,7 +220,7 @@ def _note_file(scan: _Scan, path: str, action: str, index: int) -> None:
 
 
 def _note_files(scan: _Scan, tool: str, raw_args: str, index: int) -> None:
-    shell = bool(_SHELL_TOOL.search(tool))
+    shell = is_shell_tool(tool)
     if '"path"' not in raw_args and '"file' not in raw_args and not shell:
         return
     try:
@@ -234,7 +236,7 @@ def _note_files(scan: _Scan, tool: str, raw_args: str, index: int) -> None:
     for key in ("path", "file", "file_path", "filepath", "filename"):
         value = args.get(key)
         if isinstance(value, str) and 2 < len(value) < 300:
-            action = "edited" if _WRITE_TOOL.search(tool) else "read" if _READ_TOOL.search(tool) else tool or "used"
+            action = "edited" if is_write_tool(tool) else "read" if is_read_tool(tool) else tool or "used"
             _note_file(scan, value, action, index)
 
 

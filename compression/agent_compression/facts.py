@@ -30,11 +30,29 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .cues import cue_pattern
 from .messages import call_arguments, call_name, content_text
+
+# SERVER_ERROR and has_error_hint: re-exported for the drift checks, which import them from here
+from .patterns import (  # noqa: F401
+    SERVER_ERROR,
+    find_error_lines,
+    find_file_names,
+    find_identifiers,
+    find_paths,
+    has_error_hint,
+    is_shell_tool,
+    is_write_tool,
+    number_key,
+    salient_error_lines,
+    shell_words,
+    shell_written_files,
+    windowed,
+)
 from .secrets import mask_secrets
 from .summary_message import (
     ACKNOWLEDGEMENT,
@@ -87,36 +105,10 @@ PATH_RANKS = {"edited": 5, "user": 4, "read": 3, "summary": 3, "used": 2, "menti
 # a period ends a sentence only after a word ("done. Next"), not in "./..." or "ruff check . && mypy"
 _SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|(?<=[^\s./]\.)(?=\s)|\n+")
 
-# prohibitions and requirements (checked before approvals: "don't proceed" is a constraint)
-_CONSTRAINT_EN = re.compile(
-    r"\b(?:do\s+not|don'?t|doesn'?t\s+need|never|must\s+not|mustn'?t|should\s+not|shouldn'?t|can\s*not|cannot|can'?t"
-    r"|may\s+not|not\s+allowed|no\s+longer|avoid|refrain|forbid\w*|prohibit\w*|only|must|always|make\s+sure"
-    r"|hold\s+off|keep\s+\w+(?:\s+\w+)?\s+(?:unchanged|untouched|as\s+is)|leave\s+\w+(?:\s+\w+)?\s+(?:alone|untouched)"
-    r"|without\s+(?:asking|approval|my|permission)|stop\s+\w+ing|under\s+no\s+circumstances|at\s+(?:most|least)"
-    r"|up\s+to|budget\s+(?:is|of)|remember\s+to)\b"
-    r"|(?:^|[\s,;(])no\s+(?!problem|worries|idea|doubt|thanks|thank|need\b|one\b|matter)[a-z]"
-    # standing instructions and commands to repeat: "after every change", "from now on", "whenever"
-    r"|\b(?:after|before)\s+(?:every|each|any)\b|\b(?:every|each)\s+time\b|\bwhenever\b(?!\s+you(?:'re|\s+are)\s+ready)|\beach\s+(?:change|edit|commit)"
-    r"|\bfrom\s+(?:now|here|this\s+point)\s+on\b|\bgoing\s+forward\b|\bhenceforth\b|\bfrom\s+now\b"
-    r"|\bfor\s+the\s+rest\s+of\b|\bin\s+(?:the\s+)?future\b|\brules?\s+(?:for|is|:)"
-    r"|(?<!thanks )(?<!thank you )\bfor\s+(?:any|all|every)\s+\w+"
-    # limits: "under 40 lines", "no longer than", "40 lines max", "or fewer", "past 500 lines", "below 200 ms"
-    r"|\b(?:under|below|above|within|past|over|exceed\w*|beyond)\s+(?:\$|¥|€)?\d"
-    r"|\b(?:no|not|never)\s+(?:more|longer|bigger|larger|greater|higher|wider|slower|fewer|less)\s+than\b"
-    r"|\b(?:less|fewer|shorter|smaller|lower)\s+than\s+(?:\$)?\d|\bor\s+(?:fewer|less|shorter|smaller|under)\b"
-    r"|\d\s*\w*\s+(?:max|maximum|tops)\b|\b(?:max|maximum|limit\w*|cap(?:ped)?)\b"
-    # prohibitions phrased as wishes or states
-    r"|\bi\s+(?:do\s+not|don'?t|never)\s+want\b|\bleave\s+.{1,60}?\s+(?:alone|untouched|as\s+(?:it\s+)?is|unchanged)\b"
-    r"|\b(?:are|is|'re)\s+not\s+(?:allowed|permitted)\b|\bkeep\s+.{1,40}?\s+(?:under|below|short|small|within)\b",
-)
-_CONSTRAINT_ZH = re.compile(
-    r"先不要|千万不要|千万别|不要|不用|(?<![特区类分个识级告性差辨鉴离])别(?![人的处名])|禁止|严禁|不许|不准|不能|不得|不可以|不允许"
-    r"|不同意|不批准|切勿|勿|只能|只许|只用|仅限|必须|务必|一定要|暂时不|暂不|暂缓|未经"
-    r"|不超过|不高于|不低于|不少于|最多|至少|以内|上限|记得"
-    # standing instructions and repeated commands: 每次改完都跑, 以后都, 从现在开始, 今后, 凡是
-    r"|每次|每改|每当|改完|修改后|改动后|提交前|提交之前|以后|今后|往后|从现在(?:开始|起)|从今天起|接下来的?\S{0,12}都"
-    r"|所有\S{0,12}都|统一|凡是|都要|都得|一律|控制在|低于|高于|超过|之内|以下|不准|不能|别动|不让"
-)
+# prohibitions, requirements, limits, standing instructions, conditions and exceptions: data files per
+# language (agent_compression/data/cues/constraint_*.txt), checked before approvals ("don't proceed" is a rule)
+_CONSTRAINT_EN = cue_pattern("constraint_en")
+_CONSTRAINT_ZH = cue_pattern("constraint_zh")
 _APPROVAL_EN = re.compile(
     r"\b(?:approved?|approving|go\s+ahead|lgtm|ship\s+it|green\s+light|signed?\s+off|you\s+may|you\s+can\s+proceed"
     r"|proceed|permission\s+granted|ok(?:ay)?\s+to|allowed\s+to|confirmed?|sounds\s+good|do\s+it|please\s+book)\b"
@@ -134,108 +126,24 @@ _DECISION_EN = re.compile(
 )
 _DECISION_ZH = re.compile(r"决定|改为|改成|改用|换成|就用|采用|方案是|我们将|那就|确定用|根因|原因是|结论")
 
-_PATH = re.compile(
-    r"(?<![A-Za-z0-9_.:/\\-])(?:"
-    r"(?:~|\.{1,2})?/(?:[A-Za-z0-9_.@+-]+/)*[A-Za-z0-9_.@+-]*[A-Za-z0-9_]"  # /abs, ./rel, ~/home
-    # rel/with.ext; the file name may hold CJK (src/发票模板.html), directories may not (修改deploy/x.sh脚本)
-    r"|(?:[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]*/)+[A-Za-z0-9_.@+\u3400-\u9fff-]*\.[A-Za-z][A-Za-z0-9]{0,7}"
-    r"|(?:[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]*/){2,}[A-Za-z0-9_.@+-]*[A-Za-z0-9_]"  # a/b/c
-    r"|[A-Za-z]:\\(?:[A-Za-z0-9_. -]+\\)*[A-Za-z0-9_.-]+"  # C:\windows
-    r")",
-    re.ASCII,
-)
-# ..., "s/old/new/g" (a sed or perl substitution, not a path)
-_PATH_NOISE = re.compile(
-    r"^/+$|^\.+/?$|^/(?:s|g|i|n|r|t)$|^\d+(?:/\d+)+$|^[A-Za-z]/[A-Za-z]$|^s/[^/]*/[^/]*(?:/[gimpx]*)?$", re.ASCII
-)
-
-_IDENTIFIER = re.compile(
-    r"`(?P<code>[^`\n]{2,80})`"
-    r"|(?P<ticket>\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b)"
-    r"|(?P<call>\b(?:call|toolu|fc)_[A-Za-z0-9]{4,40}\b)"
-    r"|(?P<version>\bv\d+(?:\.\d+){1,3}(?:[-+][A-Za-z0-9.]+)?\b|\b\d+\.\d+\.\d+(?:[-+][A-Za-z0-9.]+)?\b)"
-    r"|(?P<hash>\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b)"
-    r"|(?P<train>\b[GDCZTKY]\d{1,4}\b|\b(?:CA|MU|CZ|HU|ZH|MF|FM|3U|SC|UA|AA|DL|BA|LH)\d{3,4}\b)"
-    r"|(?P<func>\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\(\))"
-    r"|(?P<qty>\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|KB|MB|GB|TB|KiB|MiB|GiB"
-    r"|kb|mb|gb|%|rows|tokens|qps|rps|req/s|USD|EUR|CNY|RMB)\b"
-    r"|\d+(?:\.\d+)?\s?(?:元|块钱|万元|天|晚|小时|分钟|秒|公里|人|间|张|%))",
-    re.ASCII,
-)
-
-#: a server error answered to a request, its status in group 1: "GET /healthz -> 503 (redis: down)"
-SERVER_ERROR = re.compile(r"(?:->|→|HTTP/\d(?:\.\d)?)\s*(5\d\d)\b")
-# case-sensitive literals only: a case-insensitive alternation is ten times slower on big output
-_ERROR_HINT = re.compile(
-    r"Error|ERROR|Exception|FAIL|Fail|fail|Fatal|fatal|FATAL|panic|Traceback|exit code|exit status|exited with"
-    r"|Segmentation fault|command not found|No such file|Permission denied|Killed|OOM|报错|失败|错误|异常|出错|崩溃"
-    # exceptions whose class name says neither Error nor Exception, named by their module
-    # (django.core.exceptions.ImproperlyConfigured, psycopg.errors.UniqueViolation, Model.DoesNotExist)
-    r"|exceptions\.|errors\.|\.exc\.|DoesNotExist|Caused by|Uncaught|Unhandled|Timeout|timed out|refused"
-    # a server error answered to a request: "GET /healthz -> 503 (redis: down)", "HTTP/1.1 502 Bad Gateway"
-    r"|" + SERVER_ERROR.pattern + r"|timeout after \d"
-)
-_EXIT_ONLY = re.compile(r"^\W*exit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*-?\d+\W*$", re.I)
-_EXIT_ZERO = re.compile(r"\bexit(?:ed)?\s+(?:code|status|with)\s*[:=]?\s*0\b")
-_TRACEBACK_HEAD = re.compile(r"^(?:[\w ]{1,20}:\s*)?Traceback \(most recent call last\):?\s*$")
-_ERROR_NOISE = re.compile(r"^\s*(?:#|//)|\b(?:0 failed|no errors?|without errors?|0 errors?)\b|没有报错|无错误", re.I)
-
-_COMMAND_TOOL = re.compile(
-    r"terminal|shell|bash|exec|command|run|cmd|powershell|console|sh$|Terminal|Shell|Bash|Exec|Run"
-)
-_WRITE_TOOL = re.compile(
-    r"write|edit|patch|create|replace|apply|update|save|delete|remove|move|rename|str_replace", re.I
-)
 _COMMAND_KEYS = ("command", "cmd", "script", "commands", "code", "input", "args")
 _PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target", "dir", "directory", "cwd")
 _PATH_NEEDLES = ('path"', 'file"', '"filename"', '"target"', '"dir', '"cwd"')
 
 # error lines, by how much they say: exception / FAILED lines > other error lines > counters and exit codes
-_EXCEPTION_LINE = re.compile(
-    r"^(?:E\s+)?(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning|DoesNotExist|Timeout)\b"
-    r"|[a-z_]\w*(?:\.\w+)*\.[A-Z]\w+:\s"  # a qualified exception class and its message
-    r"|Caused by:|(?:FAILED|ERROR|FATAL|panic|fatal|error)(?:\[\w+\])?\b[:\s])"
-)
-_COUNTER_LINE = re.compile(
-    r"\b\d+\s+(?:failed|errors?|passed|failures?|skipped|warnings?)\b|^\W*exit(?:ed)?\s+(?:code|status)|^[=_*-]{3,}",
-    re.I,
-)
-_DIGITS = re.compile(r"\d+(?:[.,:]\d+)*")
-#: bound on the size of one tool output scanned for errors (head and tail beyond it are still read)
-ERROR_SCAN_CHARS = 400_000
-
-# files a shell command writes: "> x.py", "tee -a x.py", "sed -i 's/a/b/' x.py", "perl -pi -e '…' x.py", "touch x.py"
-_SHELL_WRITE = re.compile(
-    r"(?:(?<![<>&0-9-])>>?|\btee\b(?:\s+-a)?|\bsed\s+(?:-[^i\s]*\s+)*-i\S*(?:\s+-e)?\s+(?:'[^']*'|\"[^\"]*\"|\S+)"
-    r"|\bperl\s+-\w*i\w*(?:\s+-e)?\s+(?:'[^']*'|\"[^\"]*\"|\S+)|\b(?:touch|truncate\s+-s\s*\S+|patch|rm(?:\s+-\w+)?))"
-    r"\s*(?P<file>[\w@+~.][\w@+./~-]*)"
-)
-_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
-_FILE_EXTENSIONS = (
-    "py|pyi|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala|sh|bash|zsh|ps1|sql|html|htm"
-    "|css|scss|vue|svelte|yaml|yml|json|jsonl|toml|ini|cfg|conf|env|md|rst|txt|csv|xml|lock|gradle|proto|tf|ipynb"
-)
-# a bare file name (no directory): export_utils.py, settings_local.py
-_BARE_FILE = re.compile(r"(?<![\w@+./~\\-])[\w@+-][\w@+.-]*\.(?:" + _FILE_EXTENSIONS + r")(?![\w/\\-])", re.ASCII)
-_FILE_SHAPE = re.compile(r"^[\w@+~.-]*(?:/[\w@+.-]+)*\.(?:" + _FILE_EXTENSIONS + r")$|/", re.ASCII)
-
 # tool-call argument keys whose values identify what the task is about
 _ID_KEY = re.compile(
     r"(?:^|_)(?:id|ids|number|no|code|ref|reference|sku|order|reservation|ticket|issue|pr|branch)$", re.I
 )
-_ID_NEEDLE = re.compile(r'(?:id|number|code|ref|order|reservation|ticket|issue|branch)"\s*:', re.I)
+# a JSON key ending: the raw arguments are parsed only when a key ends like an id key (a literal-led
+# pattern: an alternation of the endings, case-insensitive, was the slowest check on large arguments)
+_KEY_END = re.compile(r'"\s*:')
+_ID_KEY_ENDINGS = ("id", "number", "code", "ref", "order", "reservation", "ticket", "issue", "branch")
 
 _PINNED_LINE = re.compile(r"^- \[(?P<kind>[a-z_]+)\](?: \(#(?P<index>\d+)\))? (?P<text>.+)$")
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def windowed(text: str, head: int, tail: int) -> str:
-    """``text`` itself when short, else its first ``head`` and last ``tail`` characters joined by a newline."""
-    if len(text) <= head + tail:
-        return text
-    return text[:head] + "\n" + text[-tail:]
 
 
 def split_sentences(text: str) -> list[str]:
@@ -260,158 +168,6 @@ def is_approval(sentence: str) -> bool:
 def is_decision(sentence: str) -> bool:
     """Whether ``sentence`` states a decision or its reason ("we decided", "let's", "决定", "改为" ...)."""
     return bool(_DECISION_EN.search(sentence.lower()) or _DECISION_ZH.search(sentence))
-
-
-def find_paths(text: str) -> list[str]:
-    """File paths in ``text`` (absolute, relative with an extension, ``a/b/c``, Windows), in order."""
-    found = []
-    # only whitespace-separated tokens holding a separator go through the (costly) path pattern
-    for token in text.split():
-        if "/" not in token and "\\" not in token:
-            continue
-        for m in _PATH.finditer(token):
-            p = m.group(0).rstrip(".")
-            if len(p) >= 3 and not _PATH_NOISE.match(p) and "//" not in p:
-                found.append(p)
-    return found
-
-
-def find_identifiers(text: str) -> list[str]:
-    """Identifiers in ``text``: backticked code, ticket ids, call ids, versions, hashes, train/flight numbers,
-    ``function()`` names and numbers with units."""
-    found = []
-    for m in _IDENTIFIER.finditer(text):
-        value = m.group(0)
-        if (
-            m.lastgroup == "hash"
-            and text.startswith("]", m.end())
-            and "[secret:" in text[max(0, m.start() - 40) : m.start()]
-        ):
-            continue  # the digest of a masked secret's placeholder is not an identifier
-        if m.lastgroup == "code":
-            value = m.group("code").strip()
-            if not value or " " in value.strip() and len(value) > 40:
-                continue
-        found.append(value)
-    return found
-
-
-def _exception_line(text: str, pos: int) -> tuple[str, int]:
-    """The exception line that ends a traceback starting before ``pos``: its first unindented line."""
-    limit = min(len(text), pos + 20_000)
-    while pos < limit:
-        end = text.find("\n", pos)
-        end = limit if end < 0 or end > limit else end
-        line = text[pos:end]
-        if line.strip() and not line[:1].isspace():
-            return line.strip(), end + 1
-        pos = end + 1
-    return "", pos
-
-
-def has_error_hint(text: str) -> bool:
-    """Cheap check: does ``text`` hold a word that error lines contain (Error, FAILED, exit code, 报错 ...)?"""
-    return _ERROR_HINT.search(text) is not None
-
-
-def find_error_lines(text: str) -> list[str]:
-    """Error lines in ``text``: the last line of a traceback, ``Error:``/``Exception``/``FAILED``, non-zero exit
-    codes, 报错/失败 ... (stripped, each once, in order; noise such as "0 failed" or "exit code 0" skipped)."""
-    lines: list[str] = []
-    seen: set[str] = set()
-    pos = 0
-    while True:
-        m = _ERROR_HINT.search(text, pos)
-        if m is None:
-            return lines
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        end = len(text) if end < 0 else end
-        pos = end + 1
-        line = text[start:end].strip()
-        if _TRACEBACK_HEAD.match(line):
-            line, pos = _exception_line(text, pos)
-        if not line or line in seen or _ERROR_NOISE.search(line):
-            continue
-        if _EXIT_ZERO.search(line) and not _ERROR_HINT.search(_EXIT_ZERO.sub("", line)):
-            continue
-        seen.add(line)
-        lines.append(line)
-
-
-def _error_rank(line: str) -> int:
-    if _EXCEPTION_LINE.match(line):
-        return 3
-    if _COUNTER_LINE.search(line):
-        return 1
-    return 2
-
-
-def number_key(text: str) -> str:
-    """``text`` with every number replaced by ``#``: lines that differ only in numbers share a key."""
-    return _DIGITS.sub("#", text)
-
-
-def salient_error_lines(text: str, limit: int = 3) -> list[str]:
-    """The ``limit`` most telling error lines of a (tool) output, in order of appearance.
-
-    The whole text is scanned, up to :data:`ERROR_SCAN_CHARS` (its head and tail beyond that), in
-    linear time. Exception and ``FAILED …`` lines outrank other error lines, which outrank counters
-    (``1 failed, 530 passed in 3.2s``) and exit codes; lines that differ only in numbers count once
-    (the latest); among equals the latest wins.
-    """
-    lines = find_error_lines(windowed(text, ERROR_SCAN_CHARS * 3 // 4, ERROR_SCAN_CHARS // 4))
-    latest: dict[str, tuple[int, str]] = {}
-    for position, line in enumerate(lines):
-        latest[number_key(line)] = (position, line)
-    ranked = sorted(latest.values(), key=lambda pl: (_error_rank(pl[1]), pl[0]))
-    if any(_error_rank(line) > 1 for _, line in ranked):  # "exit code 1" says little next to its cause
-        ranked = [pl for pl in ranked if not _EXIT_ONLY.match(pl[1])]
-    return [line for _, line in sorted(ranked[-limit:])] if limit > 0 else []
-
-
-def shell_written_files(command: str) -> list[str]:
-    """Files a shell command creates or changes (``cat > x.py``, ``sed -i … x.py``, ``tee x.py``, ``touch``),
-    heredoc bodies skipped; bare names included."""
-    found: list[str] = []
-    for line in _outside_heredocs(command):
-        for m in _SHELL_WRITE.finditer(line):
-            name = m.group("file").rstrip(".,;")
-            if _FILE_SHAPE.search(name) and not name.startswith("/dev/") and name not in found:
-                found.append(name)
-    return found
-
-
-def _outside_heredocs(command: str) -> Iterator[str]:
-    """The lines of a shell command, without the bodies of its heredocs (``cat <<EOF > x.py ... EOF``)."""
-    ending: str | None = None
-    for line in command.splitlines():
-        if ending is not None:
-            if line.strip() == ending:
-                ending = None
-            continue
-        heredoc = _HEREDOC.search(line)
-        if heredoc:
-            ending = heredoc.group(1)
-        yield line
-
-
-_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
-
-
-def shell_words(command: str) -> str:
-    """``command`` without heredoc bodies and quoted strings (``sed 's/a/b/'`` expressions are not paths)."""
-    return "\n".join(
-        _QUOTED.sub(" ", line) if "'" in line or '"' in line else line for line in _outside_heredocs(command)
-    )
-
-
-def find_file_names(text: str) -> list[str]:
-    """Paths (see :func:`find_paths`) and bare file names with a known extension (``export_utils.py``)."""
-    found = find_paths(text)
-    if "." in text:
-        found += [m.group(0) for m in _BARE_FILE.finditer(text)]
-    return found
 
 
 def _clip(text: str, limit: int) -> str:
@@ -452,6 +208,13 @@ def _ids_of(args: dict[str, Any] | None) -> list[str]:
         if isinstance(key, str) and _ID_KEY.search(key) and isinstance(value, str) and 2 < len(value) <= 64
         if " " not in value.strip()
     ]
+
+
+def _names_an_id(raw: str) -> bool:
+    """Whether raw JSON arguments hold a key that ends like an id key (``order_id``, ``"Ticket":``)."""
+    return any(
+        raw[max(0, m.start() - 11) : m.start()].lower().endswith(_ID_KEY_ENDINGS) for m in _KEY_END.finditer(raw)
+    )
 
 
 def _paths_of(args: dict[str, Any] | None) -> list[str]:
@@ -562,9 +325,9 @@ def _scan_assistant(message: dict[str, Any], text: str, index: int, out: _Collec
         if not isinstance(call, dict):
             continue
         name = call_name(call)
-        is_command = bool(_COMMAND_TOOL.search(name))
+        is_command = is_shell_tool(name)
         raw = call_arguments(call)
-        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES) and not _ID_NEEDLE.search(raw):
+        if not is_command and not any(needle in raw for needle in _PATH_NEEDLES) and not _names_an_id(raw):
             continue  # nothing to pin: skip parsing the arguments
         args, raw = _arguments(call)
         for value in _ids_of(args):  # reservation_id, order_id, ticket ...: what the task is about
@@ -577,7 +340,7 @@ def _scan_assistant(message: dict[str, Any], text: str, index: int, out: _Collec
                 out.add("path", path, index, "assistant", PATH_RANKS["edited"])
             for path in find_file_names(shell_words(head)):
                 out.add("path", path, index, "assistant", PATH_RANKS["used"])
-        action = "edited" if _WRITE_TOOL.search(name) else "read"
+        action = "edited" if is_write_tool(name) else "read"
         for path in _paths_of(args):
             out.add("path", path, index, "assistant", PATH_RANKS[action])
 
@@ -588,8 +351,8 @@ def _scan_tool(text: str, index: int, out: _Collector) -> None:
         out.add("error", line, index, "tool")
     # paths: the opening of the output (search results, listings) and the error lines
     head = text[:300]
-    if len(text) > 300 and not text[300].isspace():
-        head = re.sub(r"\S+$", "", head)  # a path cut in two ("tests/billing/test_money.p") is no path
+    if len(text) > 300 and not text[300].isspace() and not head[-1].isspace():
+        head = head[: len(head) - len(head.rsplit(None, 1)[-1])]  # a path cut in two ("tests/x.p") is no path
     for path in find_paths(head)[:3] if "/" in head else ():
         out.add("path", path, index, "tool", PATH_RANKS["listed"])
     for line in errors:

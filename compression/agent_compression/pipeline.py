@@ -7,12 +7,13 @@ assembles and validates whatever the summarizer answered.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .archive import Archive
 from .assemble import assemble, is_inserted_message, render_failure_body
@@ -24,12 +25,29 @@ from .boundaries import (
     shorten_head,
 )
 from .config import CompressionConfig
+from .facts import (
+    PINNED_HEADING,
+    extract_facts,
+    find_previous_summary,
+    history_indexes,
+    render_fact,
+    render_pinned_facts,
+    segment_history_range,
+    select_facts,
+)
 from .messages import latest_user_index
 from .prune import PrunedItem, PruneResult, prune_tool_outputs
+from .secrets import mask_message, mask_messages, mask_secrets
+from .summary_body import finalize_summary
 from .summary_message import SummaryHeader, is_summary_message
 from .tokens import HistoryTally, TokenCounter, check_token_counts, default_counter
 from .types import Fact, Summarizer, SummaryOutcome, SummaryRequest
 from .validate import Profile, RepairReport, repair_messages, validate_messages
+
+if TYPE_CHECKING:
+    from .reporting import Reporter
+
+log = logging.getLogger(__name__)
 
 STAGES = ("prune", "boundaries", "archive", "summarize", "assemble", "validate")
 
@@ -225,6 +243,10 @@ class Compressor:
     The default summarizer is the offline :class:`ExtractiveSummarizer`.
     ``thrash_state`` may be injected (one per session) to persist the
     anti-thrash memory; by default each ``Compressor`` keeps its own.
+    ``reporter`` (e.g. :class:`~agent_compression.reporting.ConsoleReporter`) is handed
+    every result of ``compress``/``acompress`` with its input, the ``session_key`` the call
+    names and the config's ``secret_mask_key``; it queues and returns, and an exception it
+    raises is logged, never passed to the caller.
     """
 
     def __init__(
@@ -235,9 +257,11 @@ class Compressor:
         thrash_state: ThrashState | None = None,
         counter: TokenCounter | None = None,
         profile: Profile = "openai",
+        reporter: Reporter | None = None,
     ) -> None:
         self.config = config or CompressionConfig()
         self._summarizer = summarizer
+        self.reporter = reporter
         self.thrash_state = thrash_state if thrash_state is not None else ThrashState()
         self.counter = counter or default_counter
         self.profile: Profile = profile
@@ -246,6 +270,7 @@ class Compressor:
     @property
     def summarizer(self) -> Summarizer:
         if self._summarizer is None:
+            # the summarizer modules load on first use: ``import agent_compression`` does not need them
             from .summarize import ExtractiveSummarizer
 
             self._summarizer = ExtractiveSummarizer()
@@ -277,6 +302,7 @@ class Compressor:
         on_stage: OnStage | None = None,
         on_archive: OnArchive | None = None,
         token_counts: Sequence[int] | None = None,
+        session_key: str | None = None,
     ) -> CompressionResult:
         """Compress ``messages`` (never mutated). The output always validates.
 
@@ -284,12 +310,15 @@ class Compressor:
         the caller has them (a store that counted each message once): the input is then not
         tokenized at all, only what the pipeline writes (pruned descriptions, the summary,
         repaired messages). One whole number per message, or ``ValueError``.
+        ``session_key``: the session the reporter files this compression under (no reporter: unused).
         """
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive, token_counts)
         if isinstance(plan, CompressionResult):
-            return self._flag_unfit(plan, messages, keep_prefix, token_counts)
-        result = self._finish(plan, _summarize(self.summarizer, plan.request))
-        return self._flag_unfit(result, messages, keep_prefix, token_counts)
+            result = self._flag_unfit(plan, messages, keep_prefix, token_counts)
+        else:
+            result = self._finish(plan, _summarize(self.summarizer, plan.request))
+            result = self._flag_unfit(result, messages, keep_prefix, token_counts)
+        return self._report(messages, result, session_key, focus_topic)
 
     async def acompress(
         self,
@@ -300,13 +329,16 @@ class Compressor:
         on_stage: OnStage | None = None,
         on_archive: OnArchive | None = None,
         token_counts: Sequence[int] | None = None,
+        session_key: str | None = None,
     ) -> CompressionResult:
         """Like :meth:`compress`, awaiting the summarizer."""
         plan = self._prepare(messages, focus_topic, keep_prefix, on_stage, on_archive, token_counts)
         if isinstance(plan, CompressionResult):
-            return self._flag_unfit(plan, messages, keep_prefix, token_counts)
-        outcome = await _asummarize(self.summarizer, plan.request)
-        return self._flag_unfit(self._finish(plan, outcome), messages, keep_prefix, token_counts)
+            result = self._flag_unfit(plan, messages, keep_prefix, token_counts)
+        else:
+            outcome = await _asummarize(self.summarizer, plan.request)
+            result = self._flag_unfit(self._finish(plan, outcome), messages, keep_prefix, token_counts)
+        return self._report(messages, result, session_key, focus_topic)
 
     def resummarize(
         self,
@@ -334,6 +366,26 @@ class Compressor:
 
     # ------------------------------------------------------------------ steps
 
+    def _report(
+        self,
+        messages: Sequence[dict[str, Any]],
+        result: CompressionResult,
+        session_key: str | None,
+        focus_topic: str | None,
+    ) -> CompressionResult:
+        if self.reporter is not None:
+            try:
+                self.reporter.report(
+                    messages,
+                    result,
+                    session_key=session_key,
+                    focus_topic=focus_topic,
+                    mask_key=self.config.secret_mask_key,
+                )
+            except Exception:  # reporting is for the operators: it never breaks the agent's compression
+                log.exception("the compression reporter failed; the result is returned unreported")
+        return result
+
     def _request(
         self,
         segment: list[dict[str, Any]],
@@ -347,14 +399,12 @@ class Compressor:
         """Build the summary request. ``lossy``: (history index, original) of kept messages that pruning
         shortened, whose facts would otherwise be in neither the summary nor the output. ``indexes``: the
         segment's history indexes (default: counted from ``start_index``, earlier summaries expanded)."""
-        from .facts import history_indexes
 
         warnings: list[CompressionWarning] = []
         facts: list[Fact] = []
         previous: str | None = None
         if indexes is None:
             indexes = history_indexes(segment, start_index)
-        from .secrets import mask_message, mask_messages, mask_secrets
 
         # masked once, here: facts, the serialized prompt and any summarizer see no raw secret
         # (the archive keeps the originals)
@@ -364,8 +414,6 @@ class Compressor:
         if focus_topic:
             focus_topic = mask_secrets(focus_topic, key)
         try:
-            from .facts import extract_facts, find_previous_summary, select_facts
-
             facts = extract_facts(segment, start_index=start_index, indexes=indexes)
             if lossy:
                 for index, original in lossy:
@@ -402,7 +450,6 @@ class Compressor:
         :meth:`CompressionConfig.summary_budget`); the pinned facts get their own share."""
         if self.config.summary_max_tokens is not None:
             return self.config.summary_max_tokens
-        from .facts import render_pinned_facts
 
         pinned = self.counter.text(render_pinned_facts(facts)) if facts else 0
         if middle_tokens is None:
@@ -449,7 +496,7 @@ class Compressor:
         counts.update(head=bounds.head_end, middle=bounds.middle_size, tail=bounds.total - bounds.tail_start)
         known = _known_counts(messages, token_counts, pruned)
         middle = messages[bounds.head_end : bounds.tail_start]
-        if all(_is_ours(m) for m in middle):
+        if all(_is_ours(m) for m in middle) and not self._summary_must_shrink(middle, pruned, head_items):
             if pruned.items or head_items:
                 return self._pruned_only(messages, pruned, stages, tokens_before, bounds, head, head_items, known)
             reason = "no_middle" if not middle else "only_summary"
@@ -464,7 +511,6 @@ class Compressor:
             on_archive(archive)  # the caller stores it before any model sees the segment
 
         counts = stages.start("summarize")
-        from .facts import history_indexes
 
         numbering = history_indexes(messages)  # the one numbering of every #N and source index
         # kept messages shortened (a head one too big, old tail output): their facts come from the originals
@@ -505,6 +551,18 @@ class Compressor:
             known=known,
         )
 
+    def _summary_must_shrink(
+        self, middle: Sequence[dict[str, Any]], pruned: PruneResult, head_items: Sequence[PrunedItem]
+    ) -> bool:
+        """Whether a middle holding only an earlier summary is summarized again: when the history is still
+        over the trigger after pruning (a runtime's loop: the summary of a small window, then a few long
+        turns), the earlier summary is rebuilt within the room left, its pinned facts carried over, rather
+        than kept whole and the output left over the trigger."""
+        if not any(_is_summary(m) for m in middle):
+            return False
+        after = sum(pruned.token_counts) - sum(p.tokens_before - p.tokens_after for p in head_items)
+        return after > self.config.trigger_tokens
+
     def _finish(self, plan: _Plan, outcome: SummaryOutcome) -> CompressionResult:
         stages, bounds, archive = plan.stages, plan.boundaries, plan.archive
         warnings = plan.warnings
@@ -536,7 +594,6 @@ class Compressor:
                     {"generator": outcome.generator, "error": outcome.error, "archived": len(archive)},
                 )
             )
-        from .facts import segment_history_range
 
         header = SummaryHeader(
             summary_id=summary_id,
@@ -546,6 +603,7 @@ class Compressor:
             archived_range=(archive.start, archive.end),
             archive_sha256=archive.sha256,
             history_range=segment_history_range(plan.request.history_indexes or [], archive.messages),
+            recall_hint=self.config.recall_hint,
         )
         head = plan.head  # original messages, but for one too big to keep (stage 2)
         tail = plan.pruned.messages[bounds.tail_start :]
@@ -599,8 +657,6 @@ class Compressor:
     def _shrunk_body(self, body: str, outcome: SummaryOutcome, plan: _Plan, max_tokens: int) -> str:
         """``body`` within ``max_tokens``: the same trimming as the summarizers' (pinned facts first)."""
         if outcome.ok:
-            from .summary_body import finalize_summary
-
             return finalize_summary(body, plan.facts, max_tokens)
         return render_failure_body(len(plan.archive), plan.facts, outcome.error, max_chars=max_tokens * 3)
 
@@ -612,12 +668,9 @@ class Compressor:
         text = outcome.text or ""
         if not text.strip():
             return replace(outcome, text=None, error=outcome.error or "the summarizer returned an empty summary")
-        from .secrets import mask_secrets
 
         text = mask_secrets(text, self.config.secret_mask_key)
         if not _pins_facts(text, plan.facts):
-            from .summary_body import finalize_summary
-
             text = finalize_summary(text, plan.facts, plan.request.max_tokens)
         return outcome if text == outcome.text else replace(outcome, text=text)
 
@@ -780,7 +833,6 @@ _MUST_PIN = ("constraint", "approval")
 def _pins_facts(body: str, facts: Sequence[Fact]) -> bool:
     """Whether ``body`` ends with the code's ``## Pinned facts``: every constraint and approval,
     and no fact line the code did not write (a model's own pinned facts are not trusted)."""
-    from .facts import PINNED_HEADING, render_fact
 
     start = body.rfind(PINNED_HEADING)
     if start < 0:

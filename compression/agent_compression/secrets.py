@@ -22,12 +22,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ahocorasick_rs import AhoCorasick
+
 from .memo import remember_short
+from .secret_names import NEAR_NAMES, NEEDLES, assignment_names, is_secret_name, near_name_pattern
 
 #: the key used when the caller gives none: stable, but public (see the module docstring)
 DEFAULT_MASK_KEY = b"compression.secrets.v2"
@@ -61,6 +65,20 @@ def _whole(kind: str) -> Replace:
 
 #: values of ``password=`` style assignments that are not secrets
 _NOT_SECRETS = frozenset({"true", "false", "null", "none", "nil", "undefined", "required", "optional", "string"})
+#: a value that names where a secret is, not the secret: a path (``PWD=/srv/ci``, ``password_file: ./db.pw``), a
+#: variable (``$DB_PASSWORD``, ``${TOKEN}``) or a template (``{{ secrets.TOKEN }}``)
+_REFERENCE = re.compile(r"(?:~?/|\.\.?/)[\w./@+-]*|\$\{?\w+\}?|\{\{.*\}\}", re.S)
+
+
+def _not_a_secret(value: str) -> bool:
+    """A value under a secret name that still is no secret: a word like ``required``, punctuation, a reference, a
+    placeholder."""
+    return (
+        value.lower() in _NOT_SECRETS
+        or not any(c.isalnum() for c in value)  # a rule of ===== or ----, an ellipsis
+        or bool(_REFERENCE.fullmatch(value))
+        or bool(_PLACEHOLDER.fullmatch(value))
+    )
 
 
 def _group(kind: str, *names: str) -> Replace:
@@ -70,7 +88,7 @@ def _group(kind: str, *names: str) -> Replace:
     def replace(match: re.Match[str], key: bytes) -> str:
         name = next((n for n in names if match.group(n) is not None), None)
         value = match.group(name) if name else None
-        if not value or _PLACEHOLDER.fullmatch(value) or value.lower() in _NOT_SECRETS:
+        if not value or _not_a_secret(value):
             return match.group(0)
         assert name is not None
         start, end = match.start(name) - match.start(0), match.end(name) - match.start(0)
@@ -90,12 +108,21 @@ class _Rule:
     replace: Replace
     #: and this must be in the text too (``""``: no second check)
     also: str = ""
+    #: and this must match the lower-cased text (a case-sensitive search is ten times faster than ``(?i)``)
+    gate: re.Pattern[str] | None = None
 
 
 def _rule(
-    needles: tuple[str, ...], pattern: str, replace: Replace, *, lower: bool = False, flags: int = 0, also: str = ""
+    needles: tuple[str, ...],
+    pattern: str,
+    replace: Replace,
+    *,
+    lower: bool = False,
+    flags: int = 0,
+    also: str = "",
+    gate: str = "",
 ) -> _Rule:
-    return _Rule(needles, lower, re.compile(pattern, flags), replace, also)
+    return _Rule(needles, lower, re.compile(pattern, flags), replace, also, re.compile(gate) if gate else None)
 
 
 #: a 40-character base64-ish run, as AWS secret access keys are
@@ -129,6 +156,51 @@ def _mask_aws_pairs(text: str, key: bytes) -> str:
         text = text.replace(value, secret_placeholder("aws_secret", value, key))
     return text
 
+
+#: a credential-shaped run with no prefix: 32 to 64 characters of base64 (an AWS secret access key is 40), whole
+_CREDENTIAL_RUN = re.compile(r"(?<![A-Za-z0-9/+=_.-])[A-Za-z0-9/+]{32,64}+={0,2}(?![A-Za-z0-9/+=_.-])")
+_NEAR_NAME = near_name_pattern()
+#: how far before or after a prefix-less credential shape a secret name makes it a secret
+NEAR_CHARS = 80
+#: bits per character a run needs to pass for random: 40 random base64 characters carry about 4.9; a CamelCase
+#: identifier or a path of the same length about 4
+_MIN_ENTROPY = 4.3
+
+
+def _entropy(value: str) -> float:
+    counts = [value.count(c) for c in set(value)]
+    n = len(value)
+    return -sum(k / n * math.log2(k / n) for k in counts)
+
+
+def _credential_shaped(value: str) -> bool:
+    """Random-looking (mixed case and digits, high entropy) and not a path (few ``/``, none leading)."""
+    return (
+        _random_looking(value)
+        and sum(c.isdigit() for c in value) >= 2
+        and value.count("/") <= 3
+        and not value.startswith("/")
+        and _entropy(value) >= _MIN_ENTROPY
+    )
+
+
+def _mask_near_names(text: str, lowered: str, key: bytes) -> str:
+    """Prefix-less credential shapes with a secret name (:data:`~.secret_names.NEAR_NAMES`) near them."""
+    found: set[str] = set()
+    for match in _CREDENTIAL_RUN.finditer(text):
+        value = match.group(0).rstrip("=")
+        if not _credential_shaped(value):
+            continue
+        before = lowered[max(0, match.start() - NEAR_CHARS) : match.start()]
+        after = lowered[match.end() : match.end() + NEAR_CHARS]
+        if _NEAR_NAME.search(before) or _NEAR_NAME.search(after):
+            found.add(match.group(0))
+    for value in sorted(found, key=len, reverse=True):
+        text = text.replace(value, secret_placeholder("credential", value, key))
+    return text
+
+
+_ASCII_NAMES, _OTHER_NAMES = assignment_names()
 
 _RULES: list[_Rule] = [
     _rule(
@@ -171,12 +243,14 @@ _RULES: list[_Rule] = [
         also="@",
     ),
     _rule(
-        ("pass", "pwd", "token", "secret", "key", "auth", "credential", "密码", "口令"),
-        r"(?i)(?:(?<![\[\w])(?<!\[secret:)(?:[a-z0-9_]*?(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key"
-        r"|private[_-]?key|client[_-]?secret|auth|credentials?))|密码|口令)"
-        r"""["']?\s*(?:=|:|：)\s*(?:"(?P<dq>[^"\n\\]{3,})"|'(?P<sq>[^'\n\\]{3,})'|["']?(?P<secret>[^\s"',;\\]{4,}))""",
+        NEEDLES,
+        rf"(?i)(?:(?<![\[\w])(?<!\[secret:)(?:[a-z0-9_]*?(?:{_ASCII_NAMES}))|{_OTHER_NAMES})"
+        r"""(?:\\?["'])?\s*(?:=|:|：)\s*(?:(?:basic|bearer|digest|token)\s+)?"""
+        # a quoted value may sit in JSON text inside a string (``\\"``): the backslashes stay around the placeholder
+        r"""(?:\\?"(?P<dq>[^"\n\\]{3,})\\?"|\\?'(?P<sq>[^'\n\\]{3,})\\?'|["']?(?P<secret>[^\s"',;\\]{4,}))""",
         _group("password", "dq", "sq", "secret"),
         lower=True,
+        gate=rf"(?:{_ASCII_NAMES}|{_OTHER_NAMES})(?:\\?[\"'])?\s*[=:：]",
     ),
 ]
 
@@ -191,13 +265,22 @@ _GATES: list[frozenset[str]] = [
 ]
 
 
+#: the pre-check needles a secret name holds (a key the text rules cannot see: ``{"auth": {...}}``)
+_NAME_GATE = frozenset(g for g in _ANY_NEEDLE if any(g in name for name in NEEDLES))
+
+#: the pre-check needles that may announce a prefix-less credential (a secret name's last word)
+_NEAR_GATE = frozenset(g for g in _ANY_NEEDLE if any(g in name.split("_")[-1] for name in NEAR_NAMES))
+#: every needle found in one pass (Aho-Corasick), overlapping ones included
+_NEEDLE_FINDER = AhoCorasick(list(_ANY_NEEDLE))
+
+
 def _may_hold_secret(text: str) -> bool:
-    return any(map(text.lower().__contains__, _ANY_NEEDLE))  # no Python frame per needle
+    return bool(_NEEDLE_FINDER.find_matches_as_indexes(text.lower()))
 
 
 def _present(text: str) -> frozenset[str]:
-    """The pre-check needles in ``text`` (lower-cased once, each needle searched once)."""
-    return frozenset(filter(text.lower().__contains__, _ANY_NEEDLE))
+    """The pre-check needles in ``text`` (lower-cased once, one pass for all needles)."""
+    return frozenset(_NEEDLE_FINDER.find_matches_as_strings(text.lower(), overlapping=True))
 
 
 def mask_secrets(text: str, key: MaskKey = None) -> str:
@@ -240,11 +323,18 @@ def _mask(text: str, mac: bytes) -> str:
             haystack = text
         if not any(n in haystack for n in rule.needles) or (rule.also and rule.also not in text):
             continue
+        if rule.gate is not None:
+            if lowered is None:
+                lowered = text.lower()
+            if not rule.gate.search(lowered):
+                continue
         new_text = rule.pattern.sub(lambda m, r=rule: r.replace(m, mac), text)  # type: ignore[misc]
         if new_text != text:
             text = new_text
             lowered = None
             present = _present(text)  # a replacement changes which needles the later rules see
+    if not present.isdisjoint(_NEAR_GATE):  # last: what a rule of its own masked is no candidate any more
+        text = _mask_near_names(text, text.lower() if lowered is None else lowered, mac)
     return text
 
 
@@ -256,14 +346,53 @@ def contains_secret(text: str) -> bool:
 # --------------------------------------------------------------------------- messages
 
 
-def _mask_json_value(value: Any, key: MaskKey) -> Any:
+def _named(value: Any, mac: bytes, mask_text: Callable[[str], str]) -> Any:
+    """Everything under a secret-named key: each string or number masked whole, at any depth (a string that is
+    one secret of a known shape keeps that shape's placeholder, as in text)."""
     if isinstance(value, str):
-        return mask_secrets(value, key)
+        if not value or _not_a_secret(value):
+            return value
+        shaped = mask_text(value)
+        return shaped if _PLACEHOLDER.fullmatch(shaped) else secret_placeholder("named", value, mac)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return secret_placeholder("named", json.dumps(value), mac)
     if isinstance(value, dict):
-        return {mask_secrets(k, key): _mask_json_value(v, key) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask_json_value(v, key) for v in value]
+        return {mask_text(k) if isinstance(k, str) else k: _named(v, mac, mask_text) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_named(v, mac, mask_text) for v in value]
     return value
+
+
+def mask_json(value: Any, key: MaskKey = None, *, text: Callable[[str], str] | None = None) -> Any:
+    """A JSON-like value (metadata, an API body, tool arguments) with its secrets masked: every string by shape
+    (:func:`mask_secrets`, dict keys included), and every value under a secret-named key
+    (``{"auth": {"token": "..."}}``, ``{"DB_PASSWORD": "hunter2"}``: :func:`~.secret_names.is_secret_name`) whole,
+    however harmless it looks. ``text``: the caller's own text masking (a cached one), given the same key."""
+    mac = _key_bytes(key)
+    mask_text = text or (lambda s: mask_secrets(s, mac))
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return mask_text(item)
+        if isinstance(item, dict):
+            out = {}
+            for k, v in item.items():
+                named = isinstance(k, str) and is_secret_name(k)
+                if named:
+                    masked = _named(v, mac, mask_text)
+                elif k == "arguments" and isinstance(v, str):  # a tool call's: JSON in a string, keys and all
+                    masked = mask_arguments(v, mac)
+                else:
+                    masked = walk(v)
+                out[mask_text(k) if isinstance(k, str) else k] = masked
+            return out
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)
 
 
 def mask_arguments(arguments: str, key: MaskKey = None) -> str:
@@ -271,18 +400,18 @@ def mask_arguments(arguments: str, key: MaskKey = None) -> str:
 
     JSON is masked value by value (an escaped quote inside a string hides a
     ``TOKEN=\\"...\\"`` value from the text patterns, and a replacement must not
-    eat an escape); anything else as text.
+    eat an escape), values under secret-named keys whole (:func:`mask_json`); anything else as text.
     """
     if not _may_hold_secret(arguments) and "\\u" not in arguments:  # a \u escape can hide a label (密码)
         return arguments
     masked = mask_secrets(arguments, key)
-    if masked == arguments and "\\" not in arguments:
+    if masked == arguments and "\\" not in arguments and not _present(arguments) & _NAME_GATE:
         return arguments
     try:
         parsed = json.loads(arguments)
     except ValueError:
         return masked  # not JSON to begin with
-    values = _mask_json_value(parsed, key)
+    values = mask_json(parsed, key)
     return arguments if values == parsed else json.dumps(values, ensure_ascii=False)
 
 

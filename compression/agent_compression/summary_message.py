@@ -46,6 +46,8 @@ class SummaryHeader:
     archive_sha256: str | None
     #: history indexes the summary stands for, first and last inclusive (see the module docstring)
     history_range: tuple[int, int] | None = None
+    #: how the agent can read the archived originals back (``CompressionConfig.recall_hint``), one line
+    recall_hint: str | None = None
 
 
 def render_summary_message(body: str, header: SummaryHeader) -> dict[str, Any]:
@@ -63,6 +65,8 @@ def render_summary_message(body: str, header: SummaryHeader) -> dict[str, Any]:
         start, end = header.archived_range
         sha = (header.archive_sha256 or "")[:16]
         lines.append(f"Archived messages {start}-{end - 1} (sha256 {sha}).")
+    if header.recall_hint:
+        lines.append(header.recall_hint.strip())
     return {"role": "user", "content": "\n".join(lines) + "\n\n" + body.strip()}
 
 

@@ -7,10 +7,8 @@ may add ``?reveal=1`` to get it raw, which is audited. Every error is JSON ``{"d
 saying what to fix; a rejected request writes nothing (each write is one transaction in ``console.services``).
 """
 
-import hmac
 import json
 import math
-from datetime import timedelta
 from functools import wraps
 from typing import Any
 
@@ -18,23 +16,20 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 from ninja.operation import Operation
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
+from ..apikeys import authenticate_key
 from ..errors import ServiceError
 from ..middleware import database_unavailable
-from ..models import ApiKey
 from ..reveal import reveal_for
 from ..services.validation import MAX_JSON_DEPTH, may_hold_unstorable, unstorable
-from ..throttling import FailedAuthThrottle, KeyRateThrottle
+from ..throttling import API_AUTH_FAILURES, KeyRateThrottle
 from .rendering import MaskingRenderer
 from .routers import archives, audit_events, drift_cases, notifications, runs, sessions
-
-FAILED_AUTH = FailedAuthThrottle()
 
 # --------------------------------------------------------------------------- plumbing
 
@@ -42,25 +37,24 @@ FAILED_AUTH = FailedAuthThrottle()
 class BearerKey(HttpBearer):
     """``Authorization: Bearer ccs_...``: the key's own user (in its role's group) makes the request.
 
-    A client IP whose keys failed ``API_AUTH_FAILURE_LIMIT`` times is refused (429) before its key is looked at.
+    A valid key is always served. A bad key from an address whose keys failed ``API_AUTH_FAILURE_LIMIT`` times
+    gets 429 instead of 401 (and is not counted again): other clients' bad keys behind the same address (a NAT,
+    a proxy) never lock out a good one, and guessing stays pointless (a key holds 256 random bits).
     """
 
     def __call__(self, request: HttpRequest) -> Any:
-        if request.headers.get("Authorization") and FAILED_AUTH.blocked(request):
-            wait = FAILED_AUTH.wait()
-            raise Throttled(wait=math.ceil(wait) if wait else None)
-        return super().__call__(request)
+        user = super().__call__(request)
+        if user is None and request.headers.get("Authorization") and API_AUTH_FAILURES.blocked(request):
+            raise Throttled(wait=API_AUTH_FAILURES.retry_after())
+        return user
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        lookup = token.removeprefix(ApiKey.PREFIX).split("_", 1)[0]
-        key = ApiKey.objects.select_related("user").filter(lookup=lookup, revoked_at__isnull=True).first()
-        if key is None or not hmac.compare_digest(ApiKey.digest(token), key.key_sha256) or not key.user.is_active:
-            return None
-        now = timezone.now()
-        if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):  # not a write per request
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-        request.user = key.user
-        return key.user
+        user = authenticate_key(token)
+        if user is None:
+            # a 401 naming the key: falling through to the session auth would answer a POST "CSRF check Failed"
+            raise AuthenticationError()
+        request.user = user
+        return user
 
 
 class BadBody(ServiceError):
@@ -81,11 +75,8 @@ class StrictJsonParser(Parser):
     """
 
     def parse_body(self, request: HttpRequest) -> Any:
-        content_type = request.content_type or ""
-        if content_type != "application/json" and not (
-            content_type.startswith("application/") and content_type.endswith("+json")
-        ):
-            raise BadBody(f"send the body as JSON with 'Content-Type: application/json', not {content_type!r}", 415)
+        if not is_json(request.content_type):
+            raise BadBody(not_json_detail(request.content_type), 415)
         try:
             text = request.body.decode("utf-8")
             data = json.loads(text, parse_constant=_not_json, parse_float=_finite)
@@ -101,6 +92,48 @@ class StrictJsonParser(Parser):
         if problem:
             raise BadBody(problem, 422)
         return data
+
+
+def is_json(content_type: str | None) -> bool:
+    """``application/json`` or a ``+json`` type (``application/merge-patch+json``): what the API reads."""
+    content_type = (content_type or "").lower()
+    return content_type == "application/json" or (
+        content_type.startswith("application/") and content_type.endswith("+json")
+    )
+
+
+def not_json_detail(content_type: str | None) -> str:
+    return f"send the body as JSON with 'Content-Type: application/json', not {content_type or ''!r}"
+
+
+#: the methods whose requests carry a body the API reads
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _has_body(request: HttpRequest) -> bool:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 1  # a length Django cannot read is a body it cannot read either
+    return length > 0 or "HTTP_TRANSFER_ENCODING" in request.META
+
+
+def json_bodies_only(run: Any) -> Any:
+    """A view decorator on every operation: a write whose body is not JSON is a 415, decided on the header alone.
+
+    Before any parsing, so a multipart or form body is never read (ninja's body model would read
+    ``request.POST`` and then ``request.body``, a 500), and operations that take no body refuse one
+    too: a client sending a form to the API learns it at once, whichever endpoint it hits. A write without
+    a body (``DELETE``, a ``POST`` that takes nothing) needs no content type.
+    """
+
+    @wraps(run)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if request.method in WRITE_METHODS and _has_body(request) and not is_json(request.content_type):
+            return _error(request, 415, not_json_detail(request.content_type))
+        return run(request, *args, **kwargs)
+
+    return wrapper
 
 
 def _json_type(value: Any) -> str:
@@ -150,6 +183,7 @@ api = ConsoleApi(
     docs_url="/docs",
 )
 api.add_decorator(api_reveal)
+api.add_decorator(json_bodies_only, mode="view")
 
 
 def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpResponse:
@@ -158,7 +192,7 @@ def _error(request: HttpRequest, status: int, detail: str, **extra: Any) -> Http
 
 @api.exception_handler(ServiceError)
 def service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
-    response = _error(request, exc.status, str(exc))
+    response = _error(request, exc.status, str(exc), **getattr(exc, "extra", {}))
     retry_after = getattr(exc, "retry_after", None)  # TooManyWaiters
     if retry_after:
         response["Retry-After"] = str(retry_after)
@@ -191,7 +225,7 @@ def throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
 def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     given = request.headers.get("Authorization")
     if given:
-        FAILED_AUTH.record_failure(request)
+        API_AUTH_FAILURES.record_failure(request)
     detail = (
         "the API key is unknown or revoked"
         if given

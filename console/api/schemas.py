@@ -350,6 +350,12 @@ class ResummarizeIn(StrictIn):
     prompt_version: str | None = Field(None, max_length=64)
 
 
+class PromoteIn(StrictIn):
+    acknowledge_drift: bool = Field(
+        False, description="promote although the summary has open high-severity drift findings (audited)"
+    )
+
+
 class PromoteOut(Schema):
     summary: SummaryOut
     session: str

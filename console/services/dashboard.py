@@ -25,7 +25,7 @@ PERIODS = (7, 30, 90)
 DEFAULT_DAYS = 30
 PROBLEM_RUNS_SHOWN = 20
 REPEAT_SESSIONS_SHOWN = 50
-#: the anti-thrash warnings of compression/pipeline.py
+#: the anti-thrash warnings of compression/agent_compression/pipeline.py
 REPEAT_CODES = ("repeated_compression", "auto_compression_stopped")
 
 RunStatus = CompressionRun.Status

@@ -5,7 +5,7 @@ ended degraded or failed (:func:`run_ended`), automatic compression stopped for 
 (:func:`auto_compression_stopped`), a comment mentioning teammates (:func:`mentioned`) and a case assigned
 (:func:`assigned`). Publishing writes inbox rows and webhook deliveries in the caller's transaction (a
 savepoint: a notification that cannot be written is logged, it never undoes the work it reports), and each
-delivery's task is sent once that transaction commits (``console/queue.py``).
+delivery's task is sent once that transaction commits (``console/services/queue.py``).
 
 **Who gets an inbox line**
 
@@ -32,6 +32,10 @@ secret, compares it in constant time, and refuses a timestamp more than 5 minute
 replayed request): :func:`verify` does exactly that. The timestamp is inside the signed text, so it cannot be
 changed without breaking the signature.
 
+Webhooks go to public addresses only, checked when the URL is saved and again at each send, unless an admin
+allows a private receiver by name (``WEBHOOK_ALLOWED_HOSTS``; ``console.services.egress``). Of a receiver's
+answer only the status and, when it is not a 2xx, a short masked snippet are kept.
+
 A delivery is attempted by the ``console.deliver_webhook`` task; a non-2xx answer, a timeout or a refused
 connection is retried after ``WEBHOOK_RETRY_SECONDS``, doubling each time up to ``WEBHOOK_RETRY_MAX_SECONDS``
 (a 429's or 503's ``Retry-After`` is honoured within that bound), ``WEBHOOK_MAX_ATTEMPTS`` tries in all, then
@@ -48,21 +52,18 @@ import json
 import logging
 import secrets
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from functools import wraps
 from typing import Any, TypeVar
-from urllib.parse import urlparse
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 
 from ..audit import audit
@@ -80,7 +81,7 @@ from ..models import (
     WebhookDelivery,
 )
 from ..roles import MANAGE_WEBHOOKS
-from . import queue
+from . import egress, queue
 
 log = logging.getLogger(__name__)
 
@@ -412,36 +413,6 @@ def backoff(attempt: int) -> float:
     return float(min(seconds, settings.WEBHOOK_RETRY_MAX_SECONDS))
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer, not something to follow (it would resend the body elsewhere)."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
-
-
-def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int | None, str, dict[str, str]]:
-    """POST ``body``; (status code or None, error text or "", response headers)."""
-    if urlparse(url).scheme not in ("http", "https"):
-        return None, f"refused: {urlparse(url).scheme or 'no'} scheme (only http and https)", {}
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            response.read(65536)
-            return response.status, "", dict(response.headers)
-    except urllib.error.HTTPError as exc:
-        text = exc.read(TEXT_CHARS).decode("utf-8", "replace").strip()
-        return exc.code, f"HTTP {exc.code}" + (f": {text}" if text else ""), dict(exc.headers or {})
-    except urllib.error.URLError as exc:
-        return None, f"could not connect: {exc.reason}", {}
-    except TimeoutError:
-        return None, f"no answer within {timeout:g} s", {}
-    except OSError as exc:
-        return None, f"{type(exc).__name__}: {exc}", {}
-
-
 def _retry_after(headers: dict[str, str]) -> float | None:
     value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
     try:
@@ -470,6 +441,7 @@ def deliver(delivery_id: int) -> str | None:
     number = delivery.attempts
     started = timezone.now()
     headers: dict[str, str] = {}
+    refused = False
     if not webhook.active:
         code, error, duration = None, "the webhook was switched off; not sent", 0
     else:
@@ -484,7 +456,13 @@ def deliver(delivery_id: int) -> str | None:
             SIGNATURE_HEADER: signature(webhook.secret, timestamp, body),
         }
         clock = time.monotonic()
-        code, error, headers = post(webhook.url, body, request_headers, settings.WEBHOOK_TIMEOUT)
+        # under the egress policy: public addresses only unless allowed, the one checked, no redirects; what is
+        # stored is in the site's language, whoever's request (a page's "send a test event") runs this
+        try:
+            with translation.override(settings.LANGUAGE_CODE):
+                code, error, headers = egress.post(webhook.url, body, request_headers, settings.WEBHOOK_TIMEOUT)
+        except egress.Refused as exc:  # the URL must change: no retry
+            code, error, refused = None, str(exc), True
         duration = int((time.monotonic() - clock) * 1000)
         if code is not None and not 200 <= code < 300 and not error:
             error = f"HTTP {code}"
@@ -492,16 +470,19 @@ def deliver(delivery_id: int) -> str | None:
     WebhookAttempt.objects.create(
         delivery=delivery, number=number, status_code=code, error=error, duration_ms=duration, started_at=started
     )
-    return _after_attempt(delivery, ok=code is not None and 200 <= code < 300, error=error, headers=headers)
+    ok = code is not None and 200 <= code < 300
+    return _after_attempt(delivery, ok=ok, error=error, headers=headers, final=refused)
 
 
-def _after_attempt(delivery: WebhookDelivery, *, ok: bool, error: str, headers: dict[str, str]) -> str:
+def _after_attempt(
+    delivery: WebhookDelivery, *, ok: bool, error: str, headers: dict[str, str], final: bool = False
+) -> str:
     mine = WebhookDelivery.objects.filter(pk=delivery.pk, status=WebhookDelivery.Status.SENDING)
     now = timezone.now()
     if ok:
         mine.update(status=WebhookDelivery.Status.DELIVERED, delivered_at=now, last_error="", claimed_at=None)
         return WebhookDelivery.Status.DELIVERED
-    if delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS or not delivery.webhook.active:
+    if final or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS or not delivery.webhook.active:
         mine.update(status=WebhookDelivery.Status.FAILED, last_error=error, claimed_at=None)
         log.warning("webhook delivery %s failed after %s attempts: %s", delivery.pk, delivery.attempts, error)
         return WebhookDelivery.Status.FAILED
@@ -573,9 +554,8 @@ def check_events(events: Iterable[str]) -> list[str]:
 
 
 def check_url(url: str) -> str:
-    parsed = urlparse(url.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError("the URL must start with http:// or https:// and name a host")
+    """``url``, stripped, if the egress policy lets webhooks go there (``egress.Refused``, a ValueError, if not)."""
+    egress.check(url, must_resolve=False)
     return url.strip()
 
 

@@ -26,7 +26,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agent_compression import Archive as PipelineArchive
-from agent_compression import CompressionConfig, CompressionResult, CompressionWarning, Compressor, ThrashState
+from agent_compression import (
+    CompressionConfig,
+    CompressionResult,
+    CompressionWarning,
+    Compressor,
+    Summarizer,
+    ThrashState,
+)
 from agent_compression.pipeline import DEGRADED_CODES
 
 from ..audit import audit, person
@@ -115,8 +122,10 @@ def claim(run_id: int) -> CompressionRun | None:
     return CompressionRun.objects.select_related("session").get(pk=run_id)
 
 
-def execute_run(run_id: int) -> str | None:
+def execute_run(run_id: int, summarizer: Summarizer | None = None) -> str | None:
     """Run one compression; returns the final status, or None when the run was not ours to run.
+
+    ``summarizer``: the one to use instead of the configured one (the proxy's compressions in the request path).
 
     While the summarizer cools down, a run that would only lose its summary is put back (queued, with a
     ``not_before``) instead; see :func:`wait_for_cooldown`.
@@ -129,7 +138,7 @@ def execute_run(run_id: int) -> str | None:
         return None
     try:
         with heartbeat(run.pk, run.attempts):
-            return _execute(run)
+            return _execute(run, summarizer)
     except Exception as exc:
         log.exception("run %s failed", run_id)
         error = "".join(traceback.format_exception_only(exc)).strip()
@@ -169,14 +178,14 @@ def beating(name: str, refresh: Callable[[], object]) -> Iterator[None]:
         thread.join()
 
 
-def _execute(run: CompressionRun) -> str | None:
+def _execute(run: CompressionRun, summarizer: Summarizer | None = None) -> str | None:
     """Snapshot, compress (the archive is stored before the summarizer runs), then write back under lock."""
     keys = _snapshot(run)
     messages, token_counts = Message.load_counted(keys)
     config = session_config(run.session, run.config)
     session = run.session
     thrash = ThrashState(ineffective=session.ineffective_compressions, stopped=session.auto_compression_stopped)
-    summarizer = build_summarizer()
+    summarizer = summarizer or build_summarizer()
     archive_row: list[Archive] = []
     # the library judges a run by the trigger of the config it ran with; a run with overrides gets a
     # memory of its own, and the session's is judged against the session's own config afterwards

@@ -22,6 +22,7 @@ from ..errors import Conflict, NotFound
 from ..models import Archive, Message, Session, Summary
 from . import queue
 from .drift import resolve_fixed_cases
+from .promotion import DriftNotAcknowledged, acknowledged_row, blocking, open_findings
 from .runs import SWEEP_BATCH, beating, config_snapshot
 from .summarizer_factory import build_summarizer
 from .validation import session_config
@@ -223,8 +224,12 @@ LIVE_SUMMARY_GONE = (
 )
 
 
-def promote_summary(summary_id: int, user: Any = None) -> Session:
-    """Put a summary into the live session in place of its archive's current summary message."""
+def promote_summary(summary_id: int, user: Any = None, *, acknowledge_drift: bool = False) -> Session:
+    """Put a summary into the live session in place of its archive's current summary message.
+
+    A summary with open high-severity drift findings is refused (:class:`DriftNotAcknowledged`, naming them)
+    unless ``acknowledge_drift``; the acknowledgement is audited (``summary.acknowledge_drift``).
+    """
     with transaction.atomic():
         summary = Summary.objects.select_related("archive").filter(pk=summary_id).first()
         if summary is None:
@@ -236,6 +241,11 @@ def promote_summary(summary_id: int, user: Any = None) -> Session:
         active, found = _live_target(archive, session)
         if found is None:
             raise Conflict(LIVE_SUMMARY_GONE)
+        high = blocking(open_findings(summary))
+        if high and not acknowledge_drift:
+            raise DriftNotAcknowledged(summary, high)
+        if high:
+            audit(user, "summary.acknowledge_drift", summary, after={"findings": [acknowledged_row(f) for f in high]})
         position, old_id = found
         keys = session.keys()
         [replaced] = Message.load([keys[position]])

@@ -6,10 +6,13 @@ Every way in (pages, API, commands, imports, reported runs) goes through these; 
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import replace
 from typing import Any
+
+from django.conf import settings
 
 from agent_compression import CompressionConfig, validate_messages
 
@@ -155,7 +158,22 @@ def session_config(session: Session, overrides: dict[str, Any] | None = None) ->
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"config: {exc}") from None
     # the summaries' placeholders are the pages' (never from a request: from_dict refuses the key)
-    return replace(config, secret_mask_key=placeholder_key())
+    return replace(config, secret_mask_key=placeholder_key(), recall_hint=recall_hint(session))
+
+
+#: the MCP tools that read a session's archive back (console/mcp_server.py), named in every summary when served
+RECALL_TOOLS = ("search_archive", "read_archived_message", "list_summaries")
+
+
+def recall_hint(session: Session) -> str | None:
+    """The summary message's line telling the agent it can read the originals back over MCP (MCP_ENABLED)."""
+    if not settings.MCP_ENABLED:
+        return None
+    key = json.dumps(session.key, ensure_ascii=False)
+    return (
+        f"The archived originals can be read back with the MCP tools {', '.join(RECALL_TOOLS)} "
+        f"(session {key}; #N is the history_index)."
+    )
 
 
 def locked_session(key: str) -> Session:

@@ -24,3 +24,16 @@ def role(value: Any) -> Any:
 def actor(value: Any) -> Any:
     """An audit actor: ``system`` translated, a user name or an API key label as it is."""
     return labels.label(labels.ACTORS, value)
+
+
+@register.filter
+def severity(value: Any) -> Any:
+    """A drift severity (high, medium, low) translated."""
+    return labels.label(labels.SEVERITIES, value)
+
+
+@register.filter
+def finding_kinds(value: Any) -> str:
+    """Drift finding kinds, a list or "a, b" as an inbox line stores them, translated and joined."""
+    codes = value if isinstance(value, list | tuple) else [k.strip() for k in str(value or "").split(",")]
+    return str(labels.LIST_SEPARATOR).join(str(labels.label(labels.FINDING_KINDS, k)) for k in codes if k and k != "-")

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import trigger_client_event
 
-from ..diff.words import word_diff
+from ..diff.sections import section_diff
 from ..display import mask_unless_revealed, message_view
 from ..errors import ArchiveCorrupted, ServiceError
 from ..models import Archive, PairwiseReview, Summary
@@ -27,12 +27,14 @@ from . import RESUMMARIZE, REVIEW, VIEW, int_or_none, load_messages, reveal_cont
 from .forms import PairwiseForm, ResummarizeForm
 from .htmx import SUMMARY_CHANGED, HtmxHttpRequest, partial, region
 from .presenters import (
+    References,
     active_of,
     compare_groups,
     compare_pair,
     fact_rows,
     finding_rows,
     history_numbers,
+    in_session_language,
     split_by_key,
     summary_html,
     summary_progress_context,
@@ -41,7 +43,7 @@ from .presenters import (
 from .sessions import SEARCH_HITS, marked, search_needle
 
 #: archived messages shown per page
-PAGE_SIZE = 200
+PAGE_SIZE = 50
 
 
 def get_archive(pk: int) -> Archive:
@@ -215,14 +217,19 @@ def compare(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     ctx |= {"archive": archive, "session": archive.session, "versions": versions, "a": a, "b": b}
     if a is not None and b is not None:
         text_a, text_b = mask_unless_revealed(a.text), mask_unless_revealed(b.text)
-        facts = split_by_key(fact_rows(a), fact_rows(b), lambda f: (f["kind"], f["text"]))
+        sections = section_diff(in_session_language(text_a), in_session_language(text_b))
+        references = References(archive)  # both versions link into the same archives: load them once
+        facts = split_by_key(fact_rows(a, references), fact_rows(b, references), lambda f: (f["kind"], f["text"]))
         findings = split_by_key(finding_rows(a), finding_rows(b), lambda f: f["key"])
         ctx |= {
             "sides": [
-                ("A", a, summary_html(a)),
-                ("B", b, summary_html(b)),
+                ("A", a, summary_html(a, references.href)),
+                ("B", b, summary_html(b, references.href)),
             ],
-            "spans": word_diff(text_a, text_b),
+            # the difference leads: changed sections first, each word by word; the whole texts are collapsed
+            "sections": sections,
+            "changed_sections": [s for s in sections if s.state != "same"],
+            "same_sections": [s for s in sections if s.state == "same"],
             "same_text": a.text == b.text,
             "fact_groups": compare_groups(facts),
             "finding_groups": compare_groups(findings),

@@ -11,10 +11,12 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..display import mask_unless_revealed
+from ..masking import value_for_reader
 from ..models import AuditEvent, Session
 from ..queries import AuditQuery
 from ..roles import AUDIT
@@ -41,9 +43,18 @@ OBJECT_PAGES = {
 # --------------------------------------------------------------------------- rows
 
 
-def compact(value: Any) -> str:
-    """A value on one line, cut to ``VALUE_CHARS``, secrets masked; strings unquoted unless empty."""
-    text = value if isinstance(value, str) and value else json.dumps(value, ensure_ascii=False, sort_keys=True)
+def compact(value: Any, key: str = "") -> str:
+    """A value on one line, cut to ``VALUE_CHARS``, secrets masked; strings unquoted, empty and null as "—",
+    statuses and booleans in words."""
+    if value is None or value == "" or value == [] or value == {}:
+        return labels.EMPTY
+    if isinstance(value, bool):
+        return str(_("yes") if value else _("no"))
+    if key == "status" and isinstance(value, str):
+        return str(labels.label(labels.ALL_STATUSES, value))
+    if isinstance(value, list) and all(isinstance(v, str | int) for v in value):
+        value = ", ".join(map(str, value))
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     text = mask_unless_revealed(" ".join(text.split()))
     return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
 
@@ -56,14 +67,16 @@ def pretty(value: Any) -> str:
 
 
 def changes(before: Any, after: Any) -> list[tuple[str, str | None, str]]:
-    """``(key, old, new)`` for each top-level key that differs (old is None when the key is new)."""
+    """``(field, old, new)`` for each top-level key that differs, the field in words (old is None when the key is
+    new)."""
     old = before if isinstance(before, dict) else ({} if before is None else {"value": before})
     new = after if isinstance(after, dict) else ({} if after is None else {"value": after})
     found = []
     for key in dict.fromkeys([*old, *new]):
         if key in old and key in new and old[key] == new[key]:
             continue
-        found.append((str(key), compact(old[key]) if key in old else None, compact(new.get(key))))
+        field = str(labels.label(labels.AUDIT_FIELDS, str(key)))
+        found.append((field, compact(old[key], str(key)) if key in old else None, compact(new.get(key), str(key))))
     return found
 
 
@@ -107,6 +120,8 @@ class AuditRow:
     after: str
     #: the event in words, when its action has a sentence (the changes are then in its details)
     sentence: str = ""
+    #: the action in words (its code is kept for the filter)
+    action: str = ""
 
 
 def object_link(event: AuditEvent) -> str:
@@ -126,9 +141,11 @@ def audit_rows(events: list[AuditEvent]) -> list[AuditRow]:
         name = event.object_id[:12] if event.object_type == "message" else event.object_id
         if event.object_type == "session" and event.object_id.isdigit():
             name = session_keys.get(int(event.object_id), name)
-        found = changes(event.before, event.after)
-        if event.action == "summary.promote":  # an event stored without the new id: not a removal
-            found = [c for c in found if not (c[0] == "live_summary" and c[2] == "null")]
+        # masked as structures first: a value under a secret-named key is masked by its key, at any depth
+        before, after = value_for_reader(event.before), value_for_reader(event.after)
+        if event.action == "summary.promote" and isinstance(after, dict) and after.get("live_summary", 0) is None:
+            after = {k: v for k, v in after.items() if k != "live_summary"}  # stored without the new id: no removal
+        found = changes(before, after)
         rows.append(
             AuditRow(
                 event=event,
@@ -136,9 +153,10 @@ def audit_rows(events: list[AuditEvent]) -> list[AuditRow]:
                 link=object_link(event),
                 changes=found[:CHANGES_SHOWN],
                 more=max(0, len(found) - CHANGES_SHOWN),
-                before=pretty(event.before),
-                after=pretty(event.after),
+                before=pretty(before),
+                after=pretty(after),
                 sentence=sentence(event),
+                action=str(labels.label(labels.AUDIT_ACTIONS, event.action)),
             )
         )
     return rows

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import formats, timezone
+from django.utils import formats
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext_lazy
@@ -17,7 +16,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..masking import mask_text
-from ..models import CompressionRun, DriftCase, Session, Summary
+from ..models import CompressionRun, DriftCase, Session
 from ..reveal import may_reveal
 from ..services.dashboard import (
     CASE_STATUSES,
@@ -27,7 +26,6 @@ from ..services.dashboard import (
     Metrics,
     dashboard_metrics,
     parse_days,
-    period_bounds,
     summarizer_calls,
 )
 from . import VIEW, labels
@@ -52,13 +50,13 @@ def export_choices() -> list[tuple[int, str]]:
 
 
 def runs_url(**params: str) -> str:
-    """The runs behind a bar: ``/dashboard/runs/?day=2026-12-02&status=failed`` (empty values left out).
+    """The runs behind a bar: ``/runs/?day=2026-12-02&status=failed`` (empty values left out).
 
     Values are masked like any text a page shows: a link is output too (a model name can hold a secret).
     """
     query = QueryDict(mutable=True)
     query.update({k: mask_text(v) for k, v in params.items() if v})
-    return f"{reverse('dashboard_runs')}?{query.urlencode()}" if query else reverse("dashboard_runs")
+    return f"{reverse('runs')}?{query.urlencode()}" if query else reverse("runs")
 
 
 def cases_url(kind: str, status: str | None) -> str:
@@ -202,54 +200,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 # --------------------------------------------------------------------------- the runs behind a bar
 
 
-class RunFilter:
-    """``?day=YYYY-MM-DD&status=&model=&generator=``: the runs a chart's bar or a table's row counts."""
-
-    def __init__(self, params: QueryDict) -> None:
-        self.errors: list[str] = []
-        self.day_text = params.get("day", "").strip()
-        self.status = params.get("status", "").strip()
-        self.model = params.get("model", "").strip()[:200]
-        self.generator = params.get("generator", "").strip()[:200]
-        self.day = None
-        if self.day_text:
-            try:
-                self.day = datetime.date.fromisoformat(self.day_text)
-            except ValueError:
-                self.errors.append(_("day must be a date written YYYY-MM-DD, not %(value)r") % {"value": self.day_text})
-        if self.status and self.status not in CompressionRun.Status.values:
-            choices = ", ".join(CompressionRun.Status.values)
-            self.errors.append(
-                _("unknown status %(value)r: use one of %(choices)s") % {"value": self.status, "choices": choices}
-            )
-
-    def runs(self) -> Any:
-        runs = CompressionRun.objects.select_related("session").order_by("-created_at", "-id")
-        if self.day is not None:
-            _start, _end, start_at, end_at = period_bounds(
-                1, timezone.make_aware(datetime.datetime.combine(self.day, datetime.time(12)))
-            )
-            runs = runs.filter(created_at__gte=start_at, created_at__lt=end_at)
-        if self.status:
-            runs = runs.filter(status=self.status)
-        if self.model or self.generator:
-            summaries = Summary.objects.exclude(run=None)
-            if self.model:
-                summaries = summaries.filter(provenance__model=self.model)
-            if self.generator:
-                summaries = summaries.filter(provenance__generator=self.generator)
-            runs = runs.filter(pk__in=summaries.values("run_id"))
-        return runs
-
-
 @require_GET
 @permission_required(VIEW, raise_exception=True)
 def runs_list(request: HttpRequest) -> HttpResponse:
-    query = RunFilter(request.GET)
-    if query.errors:
-        ctx = {"query": query, "errors": query.errors, "runs": [], "total": 0, "statuses": STATUS_CHOICES}
-        return render(request, "console/dashboard_runs.html", ctx, status=400)
-    runs = query.runs()
-    total = runs.count()
-    ctx = {"query": query, "errors": [], "runs": list(runs[:RUNS_SHOWN]), "total": total, "statuses": STATUS_CHOICES}
-    return render(request, "console/dashboard_runs.html", ctx)
+    """The old address of the runs behind a bar: the runs table, with the same filters."""
+    query = request.GET.urlencode()
+    return redirect(f"{reverse('runs')}?{query}" if query else reverse("runs"), permanent=True)

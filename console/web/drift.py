@@ -223,12 +223,34 @@ def review_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
     """The review panel: status, holder, verdict and the history of every change."""
     return {
         "case": label_case(case),
+        # the box starts empty (the verdict is shown above it, masked): an empty box with the status kept erases nothing
         "review_form": extra.pop("review_form", None) or ReviewForm(initial={"status": case.status}),
-        "next_statuses": [s for s in STATUS_ORDER if s in DriftCase.TRANSITIONS[case.status]],
+        # the current status first (a Save keeps it), then where it can go; reopening is a button of its own
+        "next_statuses": [case.status]
+        + [s for s in STATUS_ORDER if s in DriftCase.TRANSITIONS[case.status] and s != DriftCase.Status.OPEN],
+        "may_reopen": DriftCase.Status.OPEN in DriftCase.TRANSITIONS[case.status],
         "reviewers": list(reviewers().values_list("username", flat=True)[:500]),
         "history": history_rows(case),
         **extra,
     }
+
+
+def what_changed(before: DriftCase, after: DriftCase) -> str:
+    """The flash after a claim, an assignment or a Save: what the request did, in words."""
+    said = []
+    if after.status != before.status:
+        said.append(
+            _("Reopened.")
+            if after.status == DriftCase.Status.OPEN
+            else _("Status changed to %(status)s.") % {"status": after.get_status_display()}
+        )
+    if after.assignee_id != before.assignee_id:
+        said.append(
+            _("Assigned to %(who)s.") % {"who": after.assignee.get_username()} if after.assignee else _("Unassigned.")
+        )
+    if after.verdict != before.verdict and after.status == before.status:
+        said.append(_("Verdict saved."))
+    return " ".join(said) or _("Nothing changed.")
 
 
 def comments_context(case: DriftCase, **extra: Any) -> dict[str, Any]:
@@ -299,12 +321,16 @@ def update_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     form = None
     if action == "claim":
         changes["claim"] = True
+    elif action == "reopen":  # reopening is its own button: a Save never reopens a closed case
+        changes["status"] = DriftCase.Status.OPEN
     elif action == "assign":
         changes["assignee"] = request.POST.get("assignee", "")
     else:
         form = ReviewForm(request.POST)
         if form.is_valid():
             changes = {"status": form.cleaned_data["status"], "verdict": form.cleaned_data["verdict"]}
+            if changes["status"] == case.status and not changes["verdict"].strip():
+                del changes["verdict"]  # an empty box with the status kept changes nothing (it never erases)
     error, status = "", 200
     if form is not None and not form.is_valid():
         error, status = _("Pick a status."), 422
@@ -313,16 +339,19 @@ def update_case(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             drift.update_drift_case(case.pk, changes, request.user)
         except ServiceError as exc:
             error, status = str(exc), exc.status
+    before = case
     case = get_case(pk)
     nav = next_context(case, queue_of(QueryDict(request.POST.get("queue", ""))), request.user)
+    done = what_changed(before, case) if status == 200 else ""
     if status == 200 and request.POST.get("then") == "next":  # "Save and next": on to the next open case
         if nav["next_case"] is not None:
+            messages.success(request, done)
             url = case_url(nav["next_case"].pk, nav["queue_params"])
         else:
-            messages.success(request, _("Saved. No open case is left in this filter."))
+            messages.success(request, f"{done} {_('No open case is left in this filter.')}")
             url = reverse("drift_queue") + (f"?{nav['queue_params']}" if nav["queue_params"] else "")
         return HttpResponseClientRedirect(url) if request.htmx else see_other(url)
-    ctx = review_context(case, review_form=form if status != 200 else None, error=error, saved=status == 200, **nav)
+    ctx = review_context(case, review_form=form if status != 200 else None, error=error, saved=done, **nav)
     if request.htmx or status != 200:
         return _answer(request, case, "console/drift_case.html#review", ctx, status)
     return see_other(case_url(case.pk, nav["queue_params"]))

@@ -180,3 +180,23 @@ class OpenCaseForm(forms.Form):
         max_length=4000,
         widget=forms.Textarea(attrs={"rows": 2}),
     )
+
+
+class ApiKeyForm(forms.Form):
+    """A new API key: a name for the runtime that will use it, and the role it acts in."""
+
+    name = forms.CharField(
+        label=gettext_lazy("Name"),
+        max_length=100,
+        help_text=gettext_lazy("Who uses it, e.g. the agent runtime's name: letters, digits and . @ + - _"),
+    )
+    role = forms.ChoiceField(
+        label=gettext_lazy("Role"),
+        choices=[
+            ("viewer", gettext_lazy("viewer")),
+            ("operator", gettext_lazy("operator")),
+            ("reviewer", gettext_lazy("reviewer")),
+            ("admin", gettext_lazy("admin")),
+        ],
+        initial="operator",
+    )

@@ -22,7 +22,7 @@ from agent_compression import drift as drift_checks
 from agent_compression.pipeline import STAGES as PIPELINE_STAGES
 
 from ..diff import history
-from ..models import CompressionRun, DriftCase
+from ..models import CompressionRun, DriftCase, Summary
 
 Label = str | Promise
 
@@ -352,6 +352,9 @@ SESSION_STATUSES: dict[str, Label] = {
 }
 RUN_STATUSES: dict[str, Label] = dict(CompressionRun.Status.choices)
 CASE_STATUSES: dict[str, Label] = dict(DriftCase.Status.choices)
+SUMMARY_STATUSES: dict[str, Label] = dict(Summary.Status.choices)
+#: a ``status`` in an audit event, whatever the object (the words agree where the codes do)
+ALL_STATUSES: dict[str, Label] = {**SUMMARY_STATUSES, **RUN_STATUSES, **CASE_STATUSES}
 
 #: a drift case's history, by audit action, and the fields a change shows
 CASE_ACTIONS: dict[str, Label] = {
@@ -377,6 +380,82 @@ OBJECTS: dict[str, Label] = {
     "message": gettext_lazy("message"),
     "apikey": gettext_lazy("API key"),
 }
+
+#: every audit action the console writes (``console.audit.audit``), in words; an unknown one is shown as its code
+AUDIT_ACTIONS: dict[str, Label] = {
+    "api_key.create": gettext_lazy("created an API key"),
+    "api_key.revoke": gettext_lazy("revoked an API key"),
+    "drift_case.open": gettext_lazy("opened a drift case"),
+    "drift_case.update": gettext_lazy("changed a drift case's review"),
+    "drift_case.comment": gettext_lazy("commented on a drift case"),
+    "drift_case.resolve": gettext_lazy("resolved a drift case by promoting a clean version"),
+    "run.queue": gettext_lazy("queued a compression"),
+    "run.report": gettext_lazy("reported an in-process compression"),
+    "secrets.reveal": gettext_lazy("revealed masked secrets"),
+    "session.create": gettext_lazy("created a session"),
+    "session.compress": gettext_lazy("compressed a session"),
+    "summary.resummarize": gettext_lazy("re-summarized an archive"),
+    "summary.promote": gettext_lazy("promoted a summary"),
+    "summary.acknowledge_drift": gettext_lazy("acknowledged open high-severity drift before promoting"),
+    "summary.pairwise_review": gettext_lazy("compared two summary versions"),
+    "webhook.create": gettext_lazy("created a webhook"),
+    "webhook.update": gettext_lazy("changed a webhook"),
+    "webhook.delete": gettext_lazy("deleted a webhook"),
+}
+#: the keys of audit events' before/after states, in words (an unknown key is shown as it is)
+AUDIT_FIELDS: dict[str, Label] = {
+    **CASE_FIELDS,
+    "active": gettext_lazy("active"),
+    "applied": gettext_lazy("applied"),
+    "archive": gettext_lazy("archive"),
+    "budget_tokens": gettext_lazy("budget (tokens)"),
+    "command": gettext_lazy("command"),
+    "comment": gettext_lazy("comment"),
+    "config": gettext_lazy("configuration"),
+    "created_by": gettext_lazy("created by"),
+    "events": gettext_lazy("events"),
+    "findings": gettext_lazy("findings"),
+    "focus_topic": gettext_lazy("focus topic"),
+    "format": gettext_lazy("format"),
+    "generator": gettext_lazy("summarizer"),
+    "kind": gettext_lazy("kind"),
+    "live_summary": gettext_lazy("live summary"),
+    "mentions": gettext_lazy("mentions"),
+    "messages": gettext_lazy("messages"),
+    "model": gettext_lazy("model"),
+    "name": gettext_lazy("name"),
+    "path": gettext_lazy("page"),
+    "position": gettext_lazy("position"),
+    "prompt_version": gettext_lazy("prompt version"),
+    "quote": gettext_lazy("quote"),
+    "revoked_at": gettext_lazy("revoked at"),
+    "role": gettext_lazy("role"),
+    "run": gettext_lazy("run"),
+    "secret": gettext_lazy("secret"),
+    "session": gettext_lazy("session"),
+    "summary": gettext_lazy("summary"),
+    "summary_version": gettext_lazy("summary version"),
+    "trigger": gettext_lazy("trigger"),
+    "url": gettext_lazy("URL"),
+    "user": gettext_lazy("user"),
+    "version": gettext_lazy("version"),
+}
+#: session metadata keys the console knows (the importers and the echo-agent format write them); others as they are
+METADATA_KEYS: dict[str, Label] = {
+    "channel": gettext_lazy("channel"),
+    "channel_name": gettext_lazy("channel name"),
+    "workspace": gettext_lazy("workspace"),
+    "guild": gettext_lazy("server"),
+    "nickname": gettext_lazy("nickname"),
+    "demo": gettext_lazy("demo data"),
+    "source_file": gettext_lazy("imported from"),
+    "created_at": gettext_lazy("created"),
+    "updated_at": gettext_lazy("updated"),
+}
+#: an empty or missing value, wherever a before/after is shown
+EMPTY = "—"
+#: between the items of a list in a sentence
+LIST_SEPARATOR = pgettext_lazy("list separator", ", ")
 
 #: audit events told as a sentence (the audit log's change column), by action; see ``web.audit_log.sentence``
 AUDIT_SENTENCES: dict[str, Label] = {

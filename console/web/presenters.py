@@ -14,13 +14,16 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from agent_compression.facts import COMPRESSOR_TEXTS, history_indexes, history_position
-from agent_compression.summary_message import is_summary_message
+from agent_compression.facts import COMPRESSOR_TEXTS, PINNED_HEADING, history_indexes, history_position
+from agent_compression.language import detect_language
+from agent_compression.summary_body import HEADINGS_ZH
+from agent_compression.summary_message import is_summary_message, parse_summary_message, summary_history_range
 from agent_compression.types import SUMMARY_MARKER
 
 from ..display import link_references, mask_unless_revealed, render_markdown
 from ..errors import InvalidInput
-from ..models import Archive, CompressionRun, DriftCase, Message, Summary
+from ..models import Archive, CompressionRun, DriftCase, Message, SessionEntry, Summary
+from ..services.promotion import finding_key
 from ..services.runs import config_snapshot
 from ..services.validation import session_config
 from . import labels, load_messages
@@ -134,14 +137,41 @@ def _basic_provenance(summary: Summary) -> Provenance:
 
 
 def versions_of(archive: Archive) -> list[Summary]:
-    """The archive's summaries oldest first, numbered v1, v2, ... and with their provenance labels."""
+    """The archive's summaries oldest first, numbered v1, v2, ... and with their provenance labels and states."""
     rows = list(archive.summaries.select_related("created_by", "parent", "promoted_by").order_by("created_at", "id"))
     numbers = {s.pk: n for n, s in enumerate(rows, 1)}
+    live = live_summary_ids(archive.session_id)
     for summary in rows:
         summary.number = numbers[summary.pk]  # type: ignore[attr-defined]
         summary.parent_number = numbers.get(summary.parent_id or 0)  # type: ignore[attr-defined]
         summary.label = provenance(summary)  # type: ignore[attr-defined]
+        with_state(summary, live)
     return rows
+
+
+def live_summary_ids(session_id: int) -> set[str]:
+    """The ids of the summaries the session's live history carries (one query)."""
+    entries = SessionEntry.objects.filter(
+        session_id=session_id, message__role="user", message__text__startswith=SUMMARY_MARKER
+    )
+    found = set()
+    for data in entries.values_list("message__data", flat=True):
+        parsed = parse_summary_message(data)
+        if parsed and parsed[0].get("id"):
+            found.add(str(parsed[0]["id"]))
+    return found
+
+
+def with_state(summary: Summary, live: set[str]) -> Summary:
+    """``state`` and ``state_label``: an active summary is *live* when the history carries it, else it was *merged*
+    into a later one (its session was compressed again over it); others by their status. One live per session."""
+    if summary.status == Summary.Status.ACTIVE:
+        state = "live" if summary.summary_id in live else "merged"
+        label = _("live") if state == "live" else _("merged into a later summary")
+    else:
+        state, label = summary.status, summary.get_status_display()
+    summary.state, summary.state_label = state, label  # type: ignore[attr-defined]
+    return summary
 
 
 def active_of(versions: list[Summary]) -> Summary | None:
@@ -165,8 +195,9 @@ def compare_with(versions: list[Summary], summary: Summary) -> Summary | None:
     return active if active and active.pk != summary.pk else compare_pair(versions, summary)[1]
 
 
-def fact_rows(summary: Summary) -> list[dict[str, Any]]:
-    references = References(summary.archive)
+def fact_rows(summary: Summary, references: References | None = None) -> list[dict[str, Any]]:
+    """The summary's pinned facts, each linked to its source (``references``: share one to load the archives once)."""
+    references = references or References(summary.archive)
     return [
         {
             "kind": fact.get("kind") or "",
@@ -202,12 +233,6 @@ def finding_row(finding: dict[str, Any], archive: Archive) -> dict[str, Any]:
 
 def finding_rows(summary: Summary) -> list[dict[str, Any]]:
     return [finding_row(finding, summary.archive) for finding in summary.drift_findings or []]
-
-
-def finding_key(finding: dict[str, Any]) -> tuple[str, str]:
-    """Two versions raise "the same" finding when it is of one kind about one quote (the original's, else theirs)."""
-    evidence = finding.get("evidence") or {}
-    return str(finding.get("kind") or ""), str(evidence.get("original") or evidence.get("summary") or "")
 
 
 def split_by_key(a: list[dict[str, Any]], b: list[dict[str, Any]], key: Any) -> dict[str, list[dict[str, Any]]]:
@@ -259,6 +284,7 @@ class References:
     def __init__(self, archive: Archive) -> None:
         self.archive = archive
         self._messages: dict[int, list[dict[str, Any]]] = {}
+        self._numbers: dict[int, tuple[dict[int, int], list[tuple[int, int, int]]]] = {}
         self._earlier: list[Archive] | None = None
         self._found: dict[int, tuple[Archive, int] | None] = {}
         self._input: list[dict[str, Any]] | None = None
@@ -270,13 +296,31 @@ class References:
             self._messages[archive.pk] = [rows[k][0] if k in rows else {} for k in archive.message_keys]
         return self._messages[archive.pk]
 
+    def _numbering(self, archive: Archive) -> tuple[dict[int, int], list[tuple[int, int, int]]]:
+        """``archive``'s history numbering, computed once: the position of each history index, and the
+        ``(first, last, position)`` of each earlier summary message (what ``history_position`` searches)."""
+        if archive.pk not in self._numbers:
+            messages = self._load(archive)
+            exact: dict[int, int] = {}
+            spans: list[tuple[int, int, int]] = []
+            numbering = zip(history_indexes(messages, archive.start), messages, strict=True)
+            for position, (index, message) in enumerate(numbering):
+                if index is not None:
+                    exact.setdefault(index, position)
+                elif isinstance(message, dict) and (span := summary_history_range(message)) is not None:
+                    spans.append((span[0], span[1], position))
+            self._numbers[archive.pk] = (exact, spans)
+        return self._numbers[archive.pk]
+
     def _place(self, archive: Archive, n: int) -> tuple[int | None, bool]:
-        """``(index in the run input, whether it is an original)`` of ``#n`` in ``archive``."""
-        messages = self._load(archive)
-        position = history_position(messages, n, archive.start)
-        if position is None:
+        """``(index in the run input, whether it is an original)`` of ``#n`` in ``archive``: the first position
+        that is ``#n`` or a summary standing for it (as ``history_position`` answers, without a scan per ``#n``)."""
+        exact, spans = self._numbering(archive)
+        found = [p for p in (exact.get(n), *(p for a, b, p in spans if a <= n <= b)) if p is not None]
+        if not found:
             return None, False
-        return archive.start + position, not is_summary_message(messages[position])
+        position = min(found)
+        return archive.start + position, not is_summary_message(self._load(archive)[position])
 
     def locate(self, n: int) -> tuple[Archive, int] | None:
         """The archive holding the original ``#n`` and its index in that archive's run input, else ``None``."""
@@ -356,8 +400,25 @@ def history_numbers(archive: Archive) -> list[int | None]:
     return history_indexes([special.get(k, {}) for k in archive.message_keys], archive.start)
 
 
+#: the pinned facts' name in a Chinese summary, as the pages show it (the stored heading stays English: the library
+#: parses it back, ``agent_compression.facts.pinned_facts_of``)
+PINNED_TITLE_ZH = "固定事实"
+
+
+def in_session_language(text: str) -> str:
+    """A summary's text with its headings in the language it is written in: a Chinese summary's sections already
+    are (``HEADINGS_ZH``), and its pinned facts are named in Chinese too, heading and mentions."""
+    zh_headings = {h for h in HEADINGS_ZH.values()}
+    chinese = any(line.strip() in zh_headings for line in text.splitlines()) or detect_language(text) == "zh"
+    if not chinese:
+        return text
+    return text.replace(PINNED_HEADING, f"## {PINNED_TITLE_ZH}").replace(PINNED_HEADING[3:], PINNED_TITLE_ZH)
+
+
 def summary_html(summary: Summary, href_for: Callable[[int], str | None] | None = None) -> SafeString:
-    """A summary's text as the summary, run and drift case pages show it: Markdown, sanitized, ``#N`` linked."""
+    """A summary's text as the summary, run and drift case pages show it: Markdown, sanitized, ``#N`` linked,
+    headings in the summary's own language."""
     if not summary.text:
         return SafeString("")
-    return link_references(render_markdown(summary.text), href_for or References(summary.archive).href)
+    text = in_session_language(summary.text)
+    return link_references(render_markdown(text), href_for or References(summary.archive).href)

@@ -35,12 +35,12 @@ from ..display import (
     pretty_arguments,
     render_markdown,
 )
-from ..models import Archive, CompressionRun, Summary
+from ..models import Archive, CompressionRun, DriftCase, Summary
 from ..reveal import may_reveal, reveal_for, revealing
 from ..templatetags.run_progress import run_status_class, seconds_between, stage_label, tokens_saved
 from . import VIEW, int_or_none, labels, load_messages
 from .htmx import partial
-from .presenters import References, history_numbers
+from .presenters import References, finding_row, history_numbers, label_case
 
 VIEWS = ("side", "unified")
 #: characters of a message a diff row shows before "show the rest" (rows come two by two)
@@ -117,6 +117,21 @@ def _page_context(run: CompressionRun, archive: Archive | None, diff_ctx: dict[s
         "warnings": [w | {"text": labels.warning_text(w)} for w in run.warnings if isinstance(w, dict)],
         "warning_codes": {w.get("code") for w in run.warnings if isinstance(w, dict)},
         "nothing_reason": _as_sentence(_nothing_reason(run.warnings)),
+    } | _drift_context(diff_ctx.get("summary"), archive)
+
+
+def _drift_context(summary: Summary | None, archive: Archive | None) -> dict[str, Any]:
+    """The drift check of the run's summary: its findings and the cases they opened (two queries)."""
+    if summary is None or archive is None:
+        return {}
+    checked = Summary.objects.filter(pk=summary.pk).only("drift_findings", "drift_checked_at").first()
+    if checked is None:
+        return {}
+    cases = DriftCase.objects.filter(summary_id=summary.pk).order_by("created_at", "id")
+    return {
+        "drift_checked": checked.drift_checked_at is not None,
+        "findings": [finding_row(f, archive) for f in checked.drift_findings or []],
+        "drift_cases": [label_case(c) for c in cases],
     }
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, Max, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -35,6 +35,8 @@ from ..templatetags.run_progress import format_seconds, run_seconds
 from . import COMPRESS, VIEW, int_or_none, labels, see_other
 from .forms import CompressForm
 from .htmx import HtmxHttpRequest, fragment, partial
+from .presenters import label_case, live_summary_ids, with_state
+from .runs_table import severity_of, worst_case
 
 PAGE_SIZE = 50
 #: messages shown at once on the session page; ``?start=`` and ``?at=`` pick the window
@@ -75,6 +77,12 @@ def session_list(request: HttpRequest) -> HttpResponse:
             "id", "key", "channel", "status", "message_count", "token_count", "context_window_tokens", "updated_at"
         )
     )
+    # the last run's status and the worst open drift case: subqueries of the page's one statement
+    last_run = CompressionRun.objects.filter(session=OuterRef("pk")).order_by("-created_at", "-id")
+    open_cases = DriftCase.objects.filter(session=OuterRef("pk"), status=DriftCase.Status.OPEN)
+    sessions = sessions.annotate(
+        last_run_status=Subquery(last_run.values("status")[:1]), open_drift_rank=worst_case(open_cases)
+    )
     page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = list(page.object_list)
     ids = [s.pk for s in rows]
@@ -86,6 +94,9 @@ def session_list(request: HttpRequest) -> HttpResponse:
         s.open_drift = drift_counts.get(s.pk, 0)
         s.status_label = status_label(s.status)
         s.window_used = s.token_count * 100 // max(1, s.context_window_tokens)
+        s.open_severity = severity_of(s.open_drift_rank)
+        s.open_severity_label = labels.label(labels.SEVERITIES, s.open_severity) if s.open_severity else ""
+        s.last_run_label = labels.label(labels.RUN_STATUSES, s.last_run_status) if s.last_run_status else ""
     ctx: dict[str, Any] = {
         "query": query,
         "page": page,
@@ -182,6 +193,8 @@ def timeline(session: Session, start: int) -> list[TimelineItem]:
     return items
 
 
+#: drift cases listed on the session page (newest first; the drift queue filters by session for the rest)
+DRIFT_CASES_SHOWN = 50
 #: summary events (versions written, promotions) listed on the session page
 SUMMARY_EVENTS = 50
 
@@ -204,6 +217,9 @@ def summary_events(session: Session) -> list[dict[str, Any]]:
     for summary in rows:
         counts[summary.archive_id] = counts.get(summary.archive_id, 0) + 1
         numbers[summary.pk] = counts[summary.archive_id]
+    live = live_summary_ids(session.pk)
+    for summary in rows:
+        with_state(summary, live)
     by_pk = {s.pk: s for s in rows}
     by_summary_id = {s.summary_id: s for s in rows}
     events: list[dict[str, Any]] = []
@@ -244,6 +260,15 @@ def summary_events(session: Session) -> list[dict[str, Any]]:
     return events[:SUMMARY_EVENTS]
 
 
+def metadata_value(value: Any) -> str:
+    """A metadata value as the session page shows it: text as it is, true/false in words, empty as "—"."""
+    if value is None or value == "" or value == [] or value == {}:
+        return labels.EMPTY
+    if isinstance(value, bool):
+        return str(_("yes") if value else _("no"))
+    return mask_unless_revealed(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))[:200]
+
+
 def _header(session: Session) -> dict[str, Any]:
     try:
         config = session_config(session)
@@ -253,8 +278,7 @@ def _header(session: Session) -> dict[str, Any]:
     # masked as a whole, so a value is masked by the secret-named key it sits under, at any depth
     shown = value_for_reader({k: v for k, v in list((session.metadata or {}).items())[:13] if k != "channel"})
     metadata = [
-        (str(k)[:60], mask_unless_revealed(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))[:200])
-        for k, v in list(shown.items())[:12]
+        (labels.label(labels.METADATA_KEYS, str(k)[:60]), metadata_value(v)) for k, v in list(shown.items())[:12]
     ]
     return {
         "session": session,
@@ -264,7 +288,16 @@ def _header(session: Session) -> dict[str, Any]:
         "trigger_percent": round(config.trigger_ratio * 100),
         "max_ineffective": config.max_ineffective_compressions,
         "metadata": metadata,
+        "proxy": _proxy_stats(session),
     }
+
+
+def _proxy_stats(session: Session) -> dict[str, Any] | None:
+    """Calls relayed by ``/proxy/v1`` for this session (None: not a proxied session)."""
+    if not (session.metadata or {}).get("proxied"):
+        return None
+    calls = session.proxy_calls.aggregate(count=Count("id"), last=Max("created_at"))
+    return {"calls": calls["count"] or 0, "last": calls["last"]}
 
 
 def _runs_context(session: Session) -> dict[str, Any]:
@@ -304,6 +337,8 @@ def _session_context(request: HttpRequest, session: Session, *, start: int, form
     ctx.update(search_context(request, session))
     ctx.update(_runs_context(session))
     ctx["summary_events"] = summary_events(session)
+    cases = session.drift_cases.select_related("summary", "assignee").order_by("-created_at", "-id")
+    ctx["drift_cases"] = [label_case(c) for c in cases[:DRIFT_CASES_SHOWN]]
     if request.user.has_perm(COMPRESS):
         ctx["form"] = form or CompressForm(session=session)
     return ctx

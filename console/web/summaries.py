@@ -3,6 +3,8 @@ it is written; promoting it into the live session."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
@@ -17,6 +19,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 from ..errors import Conflict, InvalidInput
 from ..models import Summary
 from ..services.drift import drift_check_failed, retry_drift_check
+from ..services.promotion import DriftNotAcknowledged, blocking, open_findings
 from ..services.summaries import promote_summary, promotion_preview
 from . import OPEN_CASE, PROMOTE, RESUMMARIZE, VIEW, reveal_context, see_other
 from .claims import claim_lines, verdict_counts
@@ -27,6 +30,7 @@ from .presenters import (
     cases_of,
     compare_with,
     fact_rows,
+    finding_row,
     finding_rows,
     summary_html,
     summary_progress_context,
@@ -93,12 +97,16 @@ def summary_progress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def promote(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     summary = get_summary(pk)
     if request.method == "GET":
-        ctx = {"preview": promotion_preview(summary), "summary": summary, "archive": summary.archive}
-        return render(request, partial(request, "console/promote.html", "confirm"), ctx)
+        return render(request, partial(request, "console/promote.html", "confirm"), confirm_context(summary))
     if not request.user.has_perm(PROMOTE):
         raise PermissionDenied("promoting a summary needs the console.promote_summary permission")
+    acknowledged = request.POST.get("acknowledge_drift") == "1"
     try:
-        session = promote_summary(summary.pk, user=request.user)
+        session = promote_summary(summary.pk, user=request.user, acknowledge_drift=acknowledged)
+    except DriftNotAcknowledged:
+        # the box was not ticked (or a new high finding appeared since the page was shown): ask again
+        ctx = confirm_context(get_summary(pk)) | {"needs_acknowledgement": True}
+        return render(request, partial(request, "console/promote.html", "confirm"), ctx, status=409)
     except Conflict as exc:
         summary = get_summary(pk)
         ctx = {
@@ -116,10 +124,25 @@ def promote(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             _("Promoted: session %(key)s is now at version %(version)s, with this summary in place of the old one.")
             % {"key": session.key, "version": session.version},
         )
+        if acknowledged:
+            messages.warning(request, _("You acknowledged its open high-severity drift findings; that is audited."))
         return see_other(reverse("summary", args=[summary.pk]))
-    ctx = {"session": session, "summary": summary, "archive": summary.archive}
+    ctx = {"session": session, "summary": summary, "archive": summary.archive, "acknowledged": acknowledged}
     response = render(request, "console/promote.html#done", ctx)
     return trigger_client_event(response, SUMMARY_PROMOTED)
+
+
+def confirm_context(summary: Summary) -> dict[str, Any]:
+    """The confirmation: what promoting changes, and the open drift findings it would put live."""
+    findings = open_findings(summary)
+    return {
+        "preview": promotion_preview(summary),
+        "summary": summary,
+        "archive": summary.archive,
+        "drift_findings": [finding_row(f, summary.archive) | {"case": f.get("case")} for f in findings],
+        "drift_blocking": bool(blocking(findings)),
+        "drift_checked": summary.drift_checked_at is not None,
+    }
 
 
 @require_http_methods(["POST"])

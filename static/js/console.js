@@ -1,5 +1,6 @@
 /* Keyboard navigation and deep links. Pages mark what j/k steps through with data-nav
-   (diff changes, list rows); n/p follow the page's rel="next"/rel="prev" links (next run, next page). */
+   (diff changes, list rows); n/p follow the page's rel="next"/rel="prev" links (next run, next page);
+   "?" lists the shortcuts, "/" goes to the search box. */
 (function () {
   "use strict";
 
@@ -38,7 +39,36 @@
     if (link) link.click();
   }
 
+  /* "?" shows the shortcuts (a <dialog> every page carries); "/" goes to the page's first search box */
+  function toggleHelp() {
+    var help = document.getElementById("keyboard-help");
+    if (!help || !help.showModal) return;
+    if (help.open) help.close(); else help.showModal();
+  }
+
+  function focusSearch() {
+    var box = Array.prototype.filter.call(document.querySelectorAll('main input[type="search"]'), visible)[0];
+    if (!box) return false;
+    box.focus();
+    box.select();
+    return true;
+  }
+
+  document.addEventListener("click", function (event) {
+    if (event.target && event.target.closest && event.target.closest("[data-keyboard-help]")) toggleHelp();
+  });
+
+  /* a form with data-confirm="question" is sent only when the question is answered yes */
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form && form.matches && form.matches("form[data-confirm]") && !window.confirm(form.getAttribute("data-confirm"))) {
+      event.preventDefault();
+    }
+  });
+
   document.addEventListener("keydown", function (event) {
+    var help = document.getElementById("keyboard-help");
+    if (event.key === "?" && help && help.open) { help.close(); event.preventDefault(); return; }
     if (typing(event)) return;
     switch (event.key) {
       case "j": step(1); break;
@@ -46,6 +76,8 @@
       case "n": follow("next"); break;
       case "p": follow("prev"); break;
       case "Enter": if (document.activeElement && document.activeElement.matches("[data-nav]")) open(); else return; break;
+      case "?": toggleHelp(); break;
+      case "/": if (!focusSearch()) return; break;
       default: return;
     }
     event.preventDefault();

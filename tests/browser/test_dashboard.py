@@ -58,7 +58,7 @@ def test_the_dashboard_prices_calls_links_bars_and_downloads(live_server, page: 
 
     # a bar of the runs chart opens the runs of that day and outcome
     page.locator("#board svg").first.locator("a rect.seg.s-succeeded").last.click()
-    expect(page).to_have_url(re.compile(r"/dashboard/runs/\?day=\d{4}-\d\d-\d\d&status=succeeded"))
+    expect(page).to_have_url(re.compile(r"/runs/\?day=\d{4}-\d\d-\d\d&status=succeeded"))
     expect(page.get_by_role("heading", name=text["runs"], exact=True)).to_be_visible()
     expect(page.locator(f'a[href="/runs/{run.pk}/"]')).to_be_visible()
 

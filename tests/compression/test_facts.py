@@ -105,7 +105,8 @@ class TestOtherKinds:
             [assistant("See OPS-1234, fix in `fetch_batch` at commit 3f2a9bc1, release v2.4.1, G7300 at 06:00, 30s.")]
         )
         found = set(texts(facts, "identifier"))
-        assert {"OPS-1234", "fetch_batch", "3f2a9bc1", "v2.4.1", "G7300", "30s"} <= found
+        assert {"OPS-1234", "fetch_batch", "3f2a9bc1", "v2.4.1", "G7300"} <= found
+        assert "30s" not in found  # a duration on its own names nothing
 
     def test_it_finds_decisions(self) -> None:
         facts = extract_facts([assistant("We decided to switch to BATCH=5000."), user("那就改为每批 5000 行。")])
@@ -231,3 +232,51 @@ class TestPaths:
         from agent_compression.facts import find_paths
 
         assert find_paths("see https://example.com/a/b.html and 3/4 and and/or") == []
+
+
+class TestStandingRules:
+    """The user's standing rules, in either language, are pinned whole; durations and counts are no identifiers."""
+
+    RULES = (
+        "Keep the payments kill switch on until the vendor confirms the fix.",
+        "Only touch the canary cluster this week.",
+        "Merge nothing unless the nightly run is green.",
+        "Everything except the ledger tables may be migrated.",
+        "Leave the cron jobs paused while I am away.",
+        "Wait for my go before you rotate the keys.",
+        "在法务回复之前，保持导出功能关闭。",
+        "只改测试环境的配置。",
+        "除非回归测试全部通过，否则不要发版。",
+        "除了账单服务，其他服务都可以重启。",
+        "等运维确认以后再切流量。",
+        "只有主管批准了才能删除备份。",
+    )
+    NOT_RULES = (
+        "The import took 4 s on the laptop.",
+        "I looked at the dashboard this morning.",
+        "这只是一个草稿。",
+        "我删除了旧的日志文件。",
+        "之前的版本没有这个问题。",
+        "不只是前端，后端也慢。",
+    )
+
+    def test_rules_in_both_languages_are_pinned_whole(self) -> None:
+        for rule in self.RULES:
+            assert texts(extract_facts([user(rule)]), "constraint") == [rule], rule
+
+    def test_statements_are_not_rules(self) -> None:
+        for sentence in self.NOT_RULES:
+            assert texts(extract_facts([user(sentence)]), "constraint") == [], sentence
+
+    def test_durations_and_counts_are_not_identifiers(self) -> None:
+        sentence = "Retry 3 times with a 30s pause, 4 s apart, 12 rows, 2 晚, 25 分钟; budget 600 元."
+        facts = extract_facts([user(sentence)])
+        assert texts(facts, "identifier") == ["600 元"]
+
+
+def test_a_cue_file_is_one_expression_per_line() -> None:
+    from agent_compression.cues import cue_lines, cue_pattern
+
+    lines = cue_lines("constraint_en")
+    assert lines and not any(line.startswith("#") for line in lines)
+    assert cue_pattern("constraint_zh").search("先不要修改部署脚本") is not None

@@ -12,6 +12,7 @@ from agent_compression.facts import PINNED_HEADING
 from agent_compression.pipeline import Compressor
 from agent_compression.summarize import ExtractiveSummarizer, OpenAISummarizer
 from agent_compression.summary_message import is_summary_message
+from agent_compression.tokens import count_text_tokens, count_tokens
 from agent_compression.types import SummaryOutcome, SummaryRequest
 from agent_compression.validate import validate_messages
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -268,3 +269,61 @@ class TestTheTailLeavesRoom:
         history = self.long_run_after_the_latest_request()
         out = compressor(FakeSummarizer(), context_window_tokens=64_000).compress(history)
         assert out.boundaries is not None and out.boundaries.lifted is None
+
+
+class _FillingSummarizer:
+    """A summarizer that uses its whole budget (as a model often does)."""
+
+    def summarize(self, request: SummaryRequest) -> SummaryOutcome:
+        lines = ["## Progress"]
+        while count_text_tokens("\n".join(lines)) < request.max_tokens - 20:
+            n = len(lines)
+            lines.append(f"- step {n}: ran the tests of pkg/module_{n} and fixed the rounding there (#{n + 2})")
+        return SummaryOutcome(text="\n".join(lines), generator="filling")
+
+
+def _swe_run(turns: int) -> list[dict[str, Any]]:
+    """Shaped like a mini-swe-agent run: one bash tool, a long task statement, a THOUGHT and one command per
+    turn, test output naming files and errors, a user's rule mid-run."""
+    task = "Fix the rounding of Decimal totals in the invoice module. " + "Context of the report. " * 220
+    messages = [system("You are a coding agent with one tool: bash."), user(task)]
+    for n in range(turns):
+        cid = f"call_{n:04d}"
+        lines = [f"tests/test_{n}.py::test_case_{k} PASSED" for k in range(30 + n % 5 * 10)]
+        lines.append(f"E   AssertionError: totals differ in pkg/module_{n}/core_{n}.py line {n + 10}")
+        command = f"sed -i 's/round(x)/round(x, 2)/' pkg/module_{n}/core_{n}.py && pytest tests/test_{n}.py"
+        messages += [
+            calls(call(cid, "bash", command=command), text=f"THOUGHT: step {n}."),
+            result(cid, "\n".join(lines)),
+        ]
+        if n == 8:
+            messages.append(user("Keep pkg/module_8 unchanged until the review of step 8 is done."))
+    messages[3]["content"] = "<returncode>0</returncode>\n" + "listing\n" * 20
+    return messages
+
+
+def test_an_earlier_summary_alone_in_the_middle_shrinks_under_the_trigger() -> None:
+    """A runtime's loop at 8k (seen on real mini-swe-agent runs): the first compression's summary takes the
+    room there was; then the user prompts again and the agent writes a long script in its reply, all after
+    the latest user message, so the middle is only that summary. It was kept whole and every output stayed
+    over the trigger ("nothing to compress"); now it is rebuilt within the room left, pinned facts kept."""
+    config = CompressionConfig(context_window_tokens=8_000)
+    first = Compressor(config, _FillingSummarizer()).compress(_swe_run(30))
+    assert first.was_compressed and first.tokens_after <= config.trigger_tokens
+    history = list(first.messages[: next(i for i, m in enumerate(first.messages) if is_summary_message(m)) + 2])
+    history.append(user("Please always provide EXACTLY ONE action in triple backticks."))
+    kept = count_tokens(history)
+    script = "cat <<'EOF' > fix_totals.py\n"
+    while count_text_tokens(script) < config.trigger_tokens - kept:  # just over the trigger with it
+        script += f"replace(path_{len(script)}, old, new)\n"
+    history += [
+        calls(call("c_script", "bash", command="sh fix_totals.sh"), text=f"THOUGHT: I write the script.\n{script}EOF"),
+        result("c_script", "<returncode>0</returncode>"),
+    ]
+    compressor = Compressor(config, ExtractiveSummarizer())
+    assert compressor.should_compress(history)
+    again = compressor.compress(history)
+    assert again.tokens_after <= config.trigger_tokens, again.warning_codes()
+    assert not validate_messages(again.messages, "openai")
+    summary = next(m for m in again.messages if is_summary_message(m))
+    assert "Keep pkg/module_8 unchanged until the review of step 8 is done." in summary["content"]

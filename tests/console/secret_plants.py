@@ -57,6 +57,17 @@ CANDIDATES: list[Plant] = [
     _plant("bearer", "Authorization: Bearer PlantBearerToken0123456789", "PlantBearerToken0123456789"),
     _plant("url_password", "postgres://admin:PlantDbPassw0rd@db.internal/app", "PlantDbPassw0rd"),
     _plant("password", "password=PlantPassw0rdValue", "PlantPassw0rdValue"),
+    # issue 33: what only a name next to it says is a secret
+    _plant("basic_auth", "Authorization: Basic UGxhbnRCYXNpY0F1dGhWYWx1ZQ==", "UGxhbnRCYXNpY0F1dGhWYWx1ZQ"),
+    _plant("cookie", "Cookie: sessionid=PlantSessionCookie42", "PlantSessionCookie42"),
+    _plant("env_passwd", 'export SMTP_PASSWD="Plant Smtp Passwd"', "Plant Smtp Passwd"),
+    _plant(
+        "aws_secret_far",
+        "AKIAZ3PLANTAWSKEY789 is the access key id.\n"
+        + "We rotated the staging pair after the incident review and revoked the old one. " * 4
+        + "\nThe matching secret access key is Kq7PlantFarAwsSecretXy0+3mB9vLpQz2R8sTuW for now.",
+        "Kq7PlantFarAwsSecretXy0+3mB9vLpQz2R8sTuW",
+    ),
 ]
 
 #: Leaks with a library that masks it only as a generic ``password=`` value: the extractive summarizer pins
@@ -94,6 +105,30 @@ def rule_patterns() -> Iterator[re.Pattern[str]]:
         yield found[0]
 
 
+#: Values that look harmless alone, masked only because of the secret-named key they sit under (metadata, tool
+#: arguments): planted as JSON, never as text. kind -> the raw value that must never be shown.
+NAMED_SECRETS: dict[str, str] = {
+    "named_password": "PlantHunter2",
+    "named_aws_secret": "PlantAwsSecretValue",
+    "named_nested_token": "PlantNestedTokenValue",
+    "named_header": "PlantHeaderKeyValue",
+    "named_camel_cookie": "PlantCamelCookieValue",
+    "named_under_credentials": "PlantCredentialsValue",
+    "named_number": "73914682",
+}
+
+#: how they sit: in any nesting and case, hyphen, underscore or camelCase
+NAMED: dict[str, Any] = {
+    "password": NAMED_SECRETS["named_password"],
+    "AWS_SECRET_ACCESS_KEY": NAMED_SECRETS["named_aws_secret"],
+    "auth": {"token": NAMED_SECRETS["named_nested_token"], "type": "bearer"},
+    "headers": [{"X-Api-Key": NAMED_SECRETS["named_header"]}],
+    "browser": {"sessionCookie": NAMED_SECRETS["named_camel_cookie"]},
+    "credentials": {"user": "plant-user", "value": NAMED_SECRETS["named_under_credentials"]},
+    "db": {"Pin-Password": int(NAMED_SECRETS["named_number"])},
+}
+
+
 def leaks(text: str) -> list[str]:
     """The kinds whose secret appears raw in ``text``."""
-    return [p.kind for p in PLANTS if p.secret in text]
+    return [p.kind for p in PLANTS if p.secret in text] + [k for k, v in NAMED_SECRETS.items() if v in text]

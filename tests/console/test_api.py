@@ -39,7 +39,8 @@ class Api:
         return self.client.get(f"/api/v1{url}", params, headers=self.headers)
 
     def send(self, method: str, url: str, body=None, raw: bytes | None = None):
-        data = raw if raw is not None else json.dumps(body)
+        # no body at all when there is none (as requests and curl send it), not the JSON ``null``
+        data = raw if raw is not None else (json.dumps(body) if body is not None else b"")
         call = getattr(self.client, method)
         return call(f"/api/v1{url}", data=data, content_type="application/json", headers=self.headers)
 

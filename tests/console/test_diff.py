@@ -442,3 +442,42 @@ def test_it_gives_up_on_texts_too_big_to_diff():
     old = "a " * 100_000
     new = "b " * 100_000
     assert inline_diff(old, new) is None
+
+
+# --------------------------------------------------------------------------- summaries section by section
+
+
+def test_section_diff_puts_changed_sections_first_word_by_word():
+    from console.diff.sections import section_diff
+
+    a = "intro\n\n## Decisions\n- keep BATCH=5000\n\n## Errors\n- none\n\n## Constraints\n- don't deploy"
+    b = "intro\n\n## Decisions\n- keep BATCH=5000\n\n## Errors\n- none\n\n## Constraints\n- deploy now\n\n## Next\n- x"
+    sections = section_diff(a, b)
+    assert [(s.heading, s.state) for s in sections] == [
+        ("## Constraints", "changed"),
+        ("## Next", "only_b"),
+        ("", "same"),
+        ("## Decisions", "same"),
+        ("## Errors", "same"),
+    ]
+    changed = sections[0]
+    deleted = "".join(s.text for s in changed.spans if s.op == "delete")
+    inserted = "".join(s.text for s in changed.spans if s.op == "insert")
+    assert "don't" in deleted and "now" in inserted and "t" not in inserted
+    assert "".join(s.text for s in changed.spans if s.op != "insert") == "- don't deploy"
+    assert "".join(s.text for s in changed.spans if s.op != "delete") == "- deploy now"
+    assert ("## Next", "only_a") in [(s.heading, s.state) for s in section_diff(b, a)]
+
+
+def test_section_diff_of_long_summaries_differing_in_a_line_is_fast():
+    import time
+
+    from console.diff.sections import section_diff
+
+    lines = [f"- step {i}: ran job {i} with BATCH={i * 7} on host-{i % 13}" for i in range(4000)]
+    a = "## Progress\n" + "\n".join(lines)
+    b = a.replace("ran job 2000 with", "skipped job 2000 with")
+    started = time.perf_counter()
+    [section] = section_diff(a, b)
+    assert time.perf_counter() - started < 1.0  # one SequenceMatcher over every word took seconds
+    assert [(s.op, s.text) for s in section.spans if s.op != "equal"] == [("delete", "ran"), ("insert", "skipped")]

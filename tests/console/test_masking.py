@@ -21,6 +21,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import transaction
+from django.db.models import F
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
@@ -33,7 +34,7 @@ from console.models import Archive, AuditEvent, CompressionRun, DriftCase, Messa
 from console.services import notifications, runs
 from console.services.sessions import ImportedSession, create_session
 from tests.console.factories import HX
-from tests.console.secret_plants import ALL_TEXT, PLANTS, REQUIRED, leaks, rule_patterns
+from tests.console.secret_plants import ALL_TEXT, NAMED, NAMED_SECRETS, PLANTS, REQUIRED, leaks, rule_patterns
 
 SECRET_KEY_PLANT = next(p for p in PLANTS if p.kind == "aws_key")
 MAIN_KEY = f"ops:{SECRET_KEY_PLANT.text}"
@@ -80,7 +81,7 @@ def _history(n: int = 36) -> list[dict[str, Any]]:
     filler = "We looked at the export job, its retries and the nightly schedule once more. " * 12
     for i in range(n):
         messages.append({"role": "user", "content": f"step {i}: {filler}\n{ALL_TEXT if i % 6 == 0 else ''}"})
-        arguments = json.dumps({"cmd": "env", "secrets": ALL_TEXT})
+        arguments = json.dumps({"cmd": "env", "secrets": ALL_TEXT, "env": NAMED})
         call = {"id": f"call_{i}", "type": "function", "function": {"name": "terminal", "arguments": arguments}}
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": f"{filler}\n{ALL_TEXT}"})
@@ -103,6 +104,7 @@ class World:
             active=True, user=self.admin_user,
         )  # fmt: skip
         metadata = {"channel": "ops", "notes": ALL_TEXT, SECRET_KEY_PLANT.text: "a secret as a metadata key"}
+        metadata |= NAMED | {"deploy": {"config": NAMED}}  # values only the key they sit under calls secret
         self.session = create_session(ImportedSession(key=MAIN_KEY, messages=_history(), metadata=metadata))
         # a session per plant that fits in a key
         self.keyed = [
@@ -259,7 +261,7 @@ def test_api_reveal_is_for_admins_and_audited(world):
     before = AuditEvent.objects.filter(action="secrets.reveal").count()
     admin = world.api("get", f"/sessions/{MAIN_KEY}", world.admin_key, reveal="1")
     assert admin.status_code == 200
-    assert set(leaks(admin.content.decode())) == {p.kind for p in PLANTS}
+    assert set(leaks(admin.content.decode())) == {p.kind for p in PLANTS} | set(NAMED_SECRETS)
     assert AuditEvent.objects.filter(action="secrets.reveal").count() == before + 1
     run = world.api("get", f"/runs/{world.run.pk}", world.admin_key, reveal="1").json()
     assert SECRET_KEY_PLANT.secret in run["focus_topic"]
@@ -300,6 +302,7 @@ def _page_names() -> set[str]:
 NOT_CONTENT = {"healthz", "login", "logout", "set_language", "compress", "resummarize", "open_case", "drift_update"}
 NOT_CONTENT |= {"drift_comment", "inbox_read", "notification_open"}
 NOT_CONTENT |= {"drift_bulk", "review_pair"}  # POSTs; a pairwise note shows on the compare page (test_review_flow)
+NOT_CONTENT |= {"proxy_chat_completions", "proxy_models"}  # relay the runtime's own call and its answer to it
 
 
 def _pages(world: World) -> dict[str, list[str]]:
@@ -322,19 +325,25 @@ def _pages(world: World) -> dict[str, list[str]]:
         "drift_case": [f"/drift/{world.case.pk}/"],
         "dashboard": ["/dashboard/"],
         "dashboard_runs": ["/dashboard/runs/", "/dashboard/runs/?status=succeeded"],
-        "session_export": [f"/sessions/{world.session.pk}/export.json"],
-        "session_download": [f"/exports/session?session={world.session.pk}"],
+        "runs": ["/runs/", "/runs/?status=succeeded", "/runs/?q=ops&sort=drift"],
+        "runs_csv": ["/runs/export.csv"],
+        # a key holding a secret names the downloaded file (Content-Disposition): the headers are searched too
+        "session_export": [f"/sessions/{s.pk}/export.json" for s in (world.session, *world.keyed)],
+        "session_download": [f"/exports/session?session={s.pk}" for s in (world.session, *world.keyed)],
         "audit_log": ["/audit/"],
         "inbox": ["/inbox/", "/inbox/?show=all"],
         "webhooks": ["/settings/webhooks/"],
+        "api_keys": ["/settings/api-keys/"],
         "webhook": [f"/settings/webhooks/{world.webhook.pk}/"],
     }
 
 
 def _body(response: Any) -> str:
+    """The body and the headers (a file name, a redirect's location)."""
+    headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items())
     if getattr(response, "streaming", False):
-        return b"".join(response.streaming_content).decode()
-    return response.content.decode()
+        return headers + b"".join(response.streaming_content).decode()
+    return headers + response.content.decode()
 
 
 def test_no_raw_secret_in_any_page_or_fragment_without_reveal(world, login):
@@ -350,7 +359,7 @@ def test_no_raw_secret_in_any_page_or_fragment_without_reveal(world, login):
             for who, client in readers.items():
                 for headers in ({}, HX):
                     response = client.get(url, headers=headers)
-                    assert response.status_code in (200, 286, 302, 403), (url, who, response.status_code)
+                    assert response.status_code in (200, 286, 301, 302, 403), (url, who, response.status_code)
                     _leaked(f"{who} {url}{' (htmx)' if headers else ''}", _body(response), found)
     assert not found, f"raw secrets in pages: {found}"
 
@@ -405,6 +414,7 @@ def test_no_raw_secret_in_any_log_line(world, log_lines, as_viewer):
     as_viewer.get(f"/messages/{SECRET_KEY_PLANT.text}/")
     log = logging.getLogger("console.tests")
     log.warning("planted %s", ALL_TEXT)
+    log.warning("planted metadata %s and %r", NAMED, [NAMED])
     try:
         raise RuntimeError(ALL_TEXT)
     except RuntimeError:
@@ -414,8 +424,11 @@ def test_no_raw_secret_in_any_log_line(world, log_lines, as_viewer):
     assert not leaks(lines), lines
 
 
-def test_search_text_is_stored_masked(world):
+def test_search_text_is_stored_masked(world, as_viewer):
     assert not Message.objects.filter(text__contains=SECRET_KEY_PLANT.secret).exists()
+    for value in NAMED_SECRETS.values():  # under secret-named keys of tool-call arguments
+        assert not Message.objects.filter(text__contains=value).exists(), value
+        assert f"/sessions/{world.session.pk}/" not in as_viewer.get("/", {"q": value}).content.decode()
     assert Session.objects.get(pk=world.session.pk).masked_key == mask_text(MAIN_KEY)
 
 
@@ -526,3 +539,66 @@ def test_typed_text_is_masked_like_messages(world, as_viewer):
     assert placeholder in json.dumps(case["findings"])  # the note
     page = as_viewer.get(f"/drift/{world.case.pk}/").content.decode()
     assert page.count(f"(aws_key) {placeholder}") >= 3  # note, comments, verdict
+
+
+# --------------------------------------------------------------------------- sorting is no oracle either
+
+ORACLE_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_-:"  # one page of the list (50) with the hidden key
+
+
+def _recover_by_sorting(client: Client, hidden: Session, known: str, chars: int) -> str:
+    """The attack of issue 33: create sessions whose keys are guesses and see where the hidden key sorts among
+    them, one character at a time (about 18 probes for a 15-character prefix by bisection; all candidates at once
+    here, so the database's collation decides). Returns the prefix the attacker recovers."""
+    recovered = ""
+    for _ in range(chars):
+        probes = {
+            create_session(ImportedSession(key=f"{known}{recovered}{c}", messages=HELLO, metadata={})).pk: c
+            for c in ORACLE_ALPHABET
+        }
+        page = client.get("/", {"q": known, "scope": "key", "sort": "key", "order": "asc"}).content.decode()
+        order = list(dict.fromkeys(int(pk) for pk in re.findall(r'href="/sessions/(\d+)/', page)))
+        assert hidden.pk in order and set(probes) <= set(order), "the list must show the probes and the hidden key"
+        before = [pk for pk in order[: order.index(hidden.pk)] if pk in probes]
+        recovered += probes[before[-1]] if before else "?"
+        Session.objects.filter(pk__in=probes).delete()
+    return recovered
+
+
+def test_sorting_by_key_is_not_an_oracle(db, login, monkeypatch):
+    """Sorting sessions by key sorts on the key as the reader sees it: the guesses recover the placeholder's
+    characters, not the secret's. Sorting on the raw key (as before issue 33) lets the same attack recover the
+    secret, which shows the test can tell."""
+    known = "oracle:"
+    secret = "AKIAZ3ORACLEPLANT123"
+    hidden = create_session(ImportedSession(key=f"{known}{secret}", messages=HELLO, metadata={}))
+    assert Session.objects.get(pk=hidden.pk).masked_key, "the key must hold a secret the list masks"
+    for role in ("viewer", "operator"):
+        assert _recover_by_sorting(login(role), hidden, known, 4) != secret[:4], role
+    monkeypatch.setattr("console.queries.key_order", lambda prefix="": F(f"{prefix}key"))
+    assert _recover_by_sorting(login("viewer"), hidden, known, 4) == secret[:4]
+
+
+def test_audit_values_are_masked_by_the_keys_they_sit_under(world):
+    """An audit event's before/after (any JSON) is masked as a structure on the audit page and in the API."""
+    from console.audit import audit
+
+    audit(world.admin_user, "session.update", world.session, before={"metadata": {}}, after={"metadata": NAMED})
+    admin = Client()
+    admin.force_login(world.admin_user)
+    page = admin.get("/audit/").content.decode()
+    assert "session.update" in page and not leaks(page)
+    events = world.api("get", "/audit-events", world.admin_key, action="session.update").content.decode()
+    assert "session.update" in events and not leaks(events)
+
+
+def test_no_field_of_the_api_is_masked_by_its_own_name():
+    """The API masks every response by key name too: a field of its own named like a secret (``token_count`` is
+    not, ``token`` would be) would come out as a placeholder. Only the webhook's signing ``secret`` (shown once,
+    on purpose: ``reveal_this_response``) and the ``rotate_secret`` flag (input, a boolean) are."""
+    from agent_compression.secret_names import is_secret_name
+
+    schemas = api.get_openapi_schema(path_prefix="")["components"]["schemas"]
+    fields = {name for schema in schemas.values() for name in (schema.get("properties") or {})}
+    assert len(fields) > 50
+    assert {name for name in fields if is_secret_name(name)} == {"secret", "rotate_secret"}

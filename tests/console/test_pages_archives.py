@@ -157,15 +157,15 @@ def test_it_pages_through_a_long_archive(as_viewer):
     archive = make_archive([{"role": "user", "content": f"message number {i}"} for i in range(450)], start=5)
 
     first = html_of(as_viewer.get(f"/archives/{archive.pk}/"))
-    assert 'id="a-5"' in first and 'id="a-204"' in first and 'id="a-205"' not in first
-    assert "Page 1 of 3" in first
+    assert 'id="a-5"' in first and 'id="a-54"' in first and 'id="a-55"' not in first  # 50 a page
+    assert "Page 1 of 9" in first
     assert f'rel="next" href="/archives/{archive.pk}/?page=2#originals"' in first
 
     second = html_of(as_viewer.get(f"/archives/{archive.pk}/?at=300"))
-    assert 'id="a-300"' in second and 'id="a-205"' in second and 'id="a-204"' not in second
-    assert "Page 2 of 3" in second and 'rel="prev"' in second
+    assert 'id="a-300"' in second and 'id="a-255"' in second and 'id="a-254"' not in second
+    assert "Page 6 of 9" in second and 'rel="prev"' in second
 
-    fragment = as_viewer.get(f"/archives/{archive.pk}/?page=3", headers=HX | {"HX-Target": "archive-messages"})
+    fragment = as_viewer.get(f"/archives/{archive.pk}/?page=9", headers=HX | {"HX-Target": "archive-messages"})
     html = html_of(fragment)
     assert html.lstrip().startswith('<div id="archive-messages">')
     assert 'id="a-454"' in html and 'id="a-405"' in html and "message number 449" in html
@@ -314,9 +314,12 @@ def test_it_compares_two_versions_side_by_side(as_viewer, archive, active, drift
     assert response.status_code == 200
     assert html.count('class="provenance-title"') == 2
     assert "gpt-x" in html and "extractive" in html
-    # the word diff: what A said and B no longer says, and the other way round
-    assert '<del class="diff" data-nav>but don&#x27;t</del>' in html
-    assert re.search(r'<ins class="diff" data-nav>[^<]*production', html)
+    # the difference leads: the changed section word by word, before the facts, findings and full texts
+    assert re.search(r'<del class="diff">[^<]*but don&#x27;t', html)
+    assert re.search(r'<ins class="diff">[^<]*production', html)
+    assert html.index('id="text-diff"') < html.index('id="facts-diff"') < html.index('id="full-texts"')
+    assert '<details class="compare-full" id="full-texts">' in html  # the full texts are collapsed
+    assert re.search(r"\d+ sections? changed", html)
     # pinned facts: the constraint only in A, the new path only in B, the rest in both
     facts = html[html.index('id="facts-diff"') : html.index('id="findings-diff"')]
     only_a = facts[facts.index("only-a") : facts.index("only-b")]
@@ -360,13 +363,14 @@ def test_it_says_when_there_is_nothing_to_compare(as_viewer, archive, active):
     assert "This archive has only one summary version." in html
 
 
-def test_it_shows_both_texts_when_they_are_too_long_to_diff(as_viewer, archive, active, drifting, monkeypatch):
+def test_it_shows_whole_lines_when_they_are_too_long_to_diff_by_word(as_viewer, archive, active, drifting, monkeypatch):
     monkeypatch.setattr("console.diff.words.MAX_WORD_DIFF_TOKENS", 5)
 
     html = html_of(as_viewer.get(f"/archives/{archive.pk}/compare", {"a": active.pk, "b": drifting.pk}))
 
-    assert "too long to diff word by word" in html
-    assert '<del class="diff"' not in html.split('class="legend')[0]
+    changed = html.split('class="legend')[0]
+    assert re.search(r"<del class=\"diff\">[^<]*Try BATCH=5000, but don&#x27;t deploy[^<]*\n</del>", changed)
+    assert re.search(r"<ins class=\"diff\">[^<]*and deploy it to production[^<]*\n</ins>", changed)
     assert html.count('class="summary-text markdown"') == 2
 
 
@@ -405,7 +409,7 @@ def test_it_promotes_from_the_comparison_and_the_session_changes(as_operator, ar
     preview = as_operator.get(f"/summaries/{drifting.pk}/promote", headers=HX)
     assert "is replaced by this version" in html_of(preview)
 
-    response = as_operator.post(f"/summaries/{drifting.pk}/promote", headers=HX)
+    response = as_operator.post(f"/summaries/{drifting.pk}/promote", {"acknowledge_drift": "1"}, headers=HX)
 
     assert response.status_code == 200
     session = Session.objects.get(pk=archive.session_id)

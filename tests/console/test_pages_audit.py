@@ -245,8 +245,9 @@ def test_it_shows_what_changed_and_the_whole_json(admin):
     html = html_of(admin.get("/audit/"))
     summary = re.search(r"<summary>(.*?)</summary>", html, re.S)
     assert summary is not None
-    assert '<span class="mono">status</span>: open → confirmed' in summary.group(1)
-    assert '<span class="mono">verdict</span>: &quot;&quot; → the summary says deploy' in summary.group(1)
+    assert '<span class="field">status</span>: open → confirmed' in summary.group(1)
+    assert '<span class="field">verdict</span>: — → the summary says deploy' in summary.group(1)  # empty: a dash
+    assert "changed a drift case&#x27;s review" in html and 'title="drift_case.update"' in html  # words, code kept
     assert "assignee" not in summary.group(1)  # unchanged
     assert "&quot;assignee&quot;: null" in html  # in the whole JSON
     assert "Before" in html and "After" in html
@@ -302,3 +303,15 @@ def test_the_admin_site_cannot_change_or_add_events(superuser):
     assert changed.status_code == 403 and added.status_code == 403
     row.refresh_from_db()
     assert row.actor_label == "alice" and not AuditEvent.objects.filter(actor_label="mallory").exists()
+
+
+def test_it_says_changes_in_words_and_in_chinese(admin):
+    event("drift_case.comment", obj="driftcase:2", after={"comment": 4, "mentions": []})
+    event("summary.resummarize", obj="summary:3", after={"model": None, "generator": "extractive"})
+    html = html_of(admin.get("/audit/"))
+    assert "commented on a drift case" in html and "re-summarized an archive" in html
+    assert "mentions</span>: —" in html and "model</span>: —" in html and "summarizer</span>: extractive" in html
+    assert ": null" not in html.split("<pre")[0] and "[]" not in html.split("<pre")[0]
+    admin.cookies["django_language"] = "zh-hans"
+    html = html_of(admin.get("/audit/"))
+    assert "评论了漂移案例" in html and "提及</span>: —" in html and "模型</span>: —" in html

@@ -350,7 +350,7 @@ def test_it_leaves_the_case_confirmed_when_the_promoted_version_drifts_too(login
     again = crafted(archive, active.text.replace(CONSTRAINT, INVERTED), summary_id="sum_again")
     check_summary_drift(again.pk)
 
-    promote_summary(again.pk, user=None)
+    promote_summary(again.pk, user=None, acknowledge_drift=True)
 
     case.refresh_from_db()
     assert case.status == "confirmed" and case.fixed_by is None

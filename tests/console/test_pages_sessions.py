@@ -84,7 +84,7 @@ def test_it_lists_sessions_with_their_counts(as_viewer):
     cells = re.findall(r'<td class="num">(.*?)</td>', row, re.S)
     assert cells[0] == "1"  # messages
     assert cells[3] == "4"  # runs
-    assert '<span class="badge danger">1</span>' in cells[4]  # open drift cases
+    assert '<span class="badge sev-high" title="the worst is high">1 · high</span>' in cells[4]  # open drift cases
     assert f'href="/sessions/{session.pk}/"' in row
     assert row.startswith(f'<tr data-nav id="s-{session.pk}">')
     assert keys_in(html) == ["slack:quiet", "wechat:abc"]  # newest first

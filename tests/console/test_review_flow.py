@@ -144,7 +144,7 @@ def test_a_plain_save_offers_the_next_case(cases):
     client = client_of(person("rita"))
     data = {"action": "status", "status": "dismissed", "verdict": "fine"}
     html = html_of(client.post(f"/drift/{cases[1].pk}/update", data, headers=HX))
-    assert "Saved." in html and f'href="/drift/{cases[0].pk}/"' in html
+    assert "Status changed to dismissed." in html and f'href="/drift/{cases[0].pk}/"' in html
     assert drift.next_open_case(cases[0], DriftCase.objects.all()) == cases[3], "wraps to the newest"
 
 

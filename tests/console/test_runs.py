@@ -500,6 +500,19 @@ def test_it_applies_a_reported_run_when_the_live_history_is_its_input():
     assert Summary.objects.get(run=run).status == Summary.Status.ACTIVE
 
 
+def test_it_applies_a_reported_run_whose_input_starts_with_the_live_history():
+    """A runtime that only reports: its history grew since the last report, the console's did not."""
+    session = sample_session()
+    live = session.messages()
+    grown = [*live, {"role": "user", "content": "one more thing"}, {"role": "assistant", "content": "Sure."}]
+
+    run = record_reported_run(session_key=session.key, **reported(grown, 3, 20))
+
+    session.refresh_from_db()
+    assert run.applied and not run.warnings
+    assert session.messages() == reported(grown, 3, 20)["output_messages"]
+
+
 def test_it_stores_but_does_not_apply_a_reported_run_whose_input_is_not_the_live_history():
     session = sample_session()
     messages = session.messages()

@@ -114,3 +114,6 @@ def check_versions_and_drift_cases(out: str) -> None:
     assert resolved.status == "resolved" and resolved.verdict
     assert resolved.fixed_by.status == "active" and resolved.fixed_by.provenance["trigger"] == "resummarize"
     assert "Do not restart payments-db during business hours." in resolved.fixed_by.text
+    for case in cases.values():  # a draft's pinned facts are those its text lists ("Pinned facts (0)" no more)
+        draft = case.summary
+        assert draft.facts and len(draft.facts) == draft.text.split("## Pinned facts", 1)[1].count("\n- [")

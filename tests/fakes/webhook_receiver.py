@@ -16,6 +16,10 @@ class Receiver:
         self.script: list[int] = []
         #: sent as Retry-After with every non-2xx answer, when set
         self.retry_after: str | None = None
+        #: sent as Location with every 3xx answer, when set
+        self.location: str | None = None
+        #: the body of every non-2xx answer
+        self.answer = b"receiver says no"
         self.lock = threading.Lock()
         receiver = self
 
@@ -29,8 +33,12 @@ class Receiver:
                 self.send_header("Content-Type", "text/plain")
                 if status >= 300 and receiver.retry_after is not None:
                     self.send_header("Retry-After", receiver.retry_after)
+                if 300 <= status < 400 and receiver.location is not None:
+                    self.send_header("Location", receiver.location)
+                answer = b"ok" if status < 300 else receiver.answer
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(b"ok" if status < 300 else b"receiver says no")
+                self.wfile.write(answer)
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -10,13 +10,22 @@ from ...errors import InvalidInput
 from ...models import Archive, PairwiseReview, Summary
 from ...roles import PROMOTE, RESUMMARIZE, REVIEW, VIEW
 from ...services import drift, summaries
-from .. import schemas
 from ..common import ERRORS, require
+from ..schemas import (
+    ArchiveOut,
+    PairwiseReviewIn,
+    PairwiseReviewOut,
+    PromoteIn,
+    PromoteOut,
+    ResummarizeIn,
+    SummaryOut,
+    summary_payload,
+)
 
 archives = Router(tags=["archives and summaries"])
 
 
-@archives.get("/archives/{int:archive_id}", response={200: schemas.ArchiveOut, **ERRORS}, summary="Archived originals")
+@archives.get("/archives/{int:archive_id}", response={200: ArchiveOut, **ERRORS}, summary="Archived originals")
 def get_archive(request: HttpRequest, archive_id: int) -> dict[str, Any]:
     require(request, VIEW, "read archives")
     archive = get_object_or_404(Archive.objects.select_related("session"), pk=archive_id)
@@ -36,10 +45,10 @@ def get_archive(request: HttpRequest, archive_id: int) -> dict[str, Any]:
 
 @archives.post(
     "/archives/{int:archive_id}/summaries",
-    response={202: schemas.SummaryOut, **ERRORS},
+    response={202: SummaryOut, **ERRORS},
     summary="Re-summarize from the archived originals (in a worker)",
 )
-def resummarize(request: HttpRequest, archive_id: int, payload: schemas.ResummarizeIn) -> Status:
+def resummarize(request: HttpRequest, archive_id: int, payload: ResummarizeIn) -> Status:
     require(request, RESUMMARIZE, "re-summarize archives")
     summary = summaries.request_resummarize(
         archive_id,
@@ -49,35 +58,37 @@ def resummarize(request: HttpRequest, archive_id: int, payload: schemas.Resummar
         prompt_version=payload.prompt_version,
         user=request.user,
     )
-    return Status(202, schemas.summary_payload(summary))
+    return Status(202, summary_payload(summary))
 
 
-@archives.get("/summaries/{int:summary_id}", response={200: schemas.SummaryOut, **ERRORS}, summary="A summary")
+@archives.get("/summaries/{int:summary_id}", response={200: SummaryOut, **ERRORS}, summary="A summary")
 def get_summary(request: HttpRequest, summary_id: int) -> dict[str, Any]:
     require(request, VIEW, "read summaries")
-    return schemas.summary_payload(get_object_or_404(Summary, pk=summary_id))
+    return summary_payload(get_object_or_404(Summary, pk=summary_id))
 
 
 @archives.post(
     "/summaries/{int:summary_id}/drift-check",
-    response={202: schemas.SummaryOut, **ERRORS},
+    response={202: SummaryOut, **ERRORS},
     summary="Run a summary's drift check again (a failed one, or one still waiting), with fresh attempts",
 )
 def retry_drift_check(request: HttpRequest, summary_id: int) -> Status:
     require(request, RESUMMARIZE, "run drift checks")
-    return Status(202, schemas.summary_payload(drift.retry_drift_check(summary_id, request.user)))
+    return Status(202, summary_payload(drift.retry_drift_check(summary_id, request.user)))
 
 
 @archives.post(
     "/summaries/{int:summary_id}/promote",
-    response={200: schemas.PromoteOut, **ERRORS},
+    response={200: PromoteOut, **ERRORS},
     summary="Put this summary into the live session in place of the current one",
 )
-def promote(request: HttpRequest, summary_id: int) -> dict[str, Any]:
+def promote(request: HttpRequest, summary_id: int, payload: PromoteIn | None = None) -> dict[str, Any]:
+    """409 naming them when the summary has open high-severity drift findings, unless ``acknowledge_drift``."""
     require(request, PROMOTE, "promote summaries")
-    session = summaries.promote_summary(summary_id, user=request.user)
+    acknowledge = payload.acknowledge_drift if payload is not None else False
+    session = summaries.promote_summary(summary_id, user=request.user, acknowledge_drift=acknowledge)
     return {
-        "summary": schemas.summary_payload(Summary.objects.get(pk=summary_id)),
+        "summary": summary_payload(Summary.objects.get(pk=summary_id)),
         "session": session.key,
         "version": session.version,
     }
@@ -85,7 +96,7 @@ def promote(request: HttpRequest, summary_id: int) -> dict[str, Any]:
 
 @archives.get(
     "/archives/{int:archive_id}/pairwise-reviews",
-    response={200: list[schemas.PairwiseReviewOut], **ERRORS},
+    response={200: list[PairwiseReviewOut], **ERRORS},
     summary="Verdicts on pairs of this archive's summary versions, newest first",
 )
 def pairwise_reviews(request: HttpRequest, archive_id: int) -> list[PairwiseReview]:
@@ -96,10 +107,10 @@ def pairwise_reviews(request: HttpRequest, archive_id: int) -> list[PairwiseRevi
 
 @archives.post(
     "/archives/{int:archive_id}/pairwise-reviews",
-    response={201: schemas.PairwiseReviewOut, **ERRORS},
+    response={201: PairwiseReviewOut, **ERRORS},
     summary="Record a verdict on two summary versions (A better, B better, same, both wrong)",
 )
-def review_pair(request: HttpRequest, archive_id: int, payload: schemas.PairwiseReviewIn) -> Status:
+def review_pair(request: HttpRequest, archive_id: int, payload: PairwiseReviewIn) -> Status:
     require(request, REVIEW, "review summaries")
     archive = get_object_or_404(Archive, pk=archive_id)
     if set(Summary.objects.filter(pk__in=[payload.a, payload.b]).values_list("archive_id", flat=True)) - {archive.pk}:

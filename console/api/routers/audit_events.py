@@ -10,19 +10,19 @@ from ninja.pagination import paginate
 from ...models import AuditEvent
 from ...queries import AuditQuery, object_type_of, object_types
 from ...roles import AUDIT
-from .. import schemas
 from ..common import Pages, require
+from ..schemas import AuditEventOut, AuditQueryIn
 
 audit_router = Router(tags=["audit log"])
 
 
 @audit_router.get(
     "",
-    response=list[schemas.AuditEventOut],
+    response=list[AuditEventOut],
     summary="The audit log, newest first (as on the page: actor, action prefix, object type[:id], since, until)",
 )
 @paginate(Pages)
-def list_audit_events(request: HttpRequest, filters: Query[schemas.AuditQueryIn]) -> Any:
+def list_audit_events(request: HttpRequest, filters: Query[AuditQueryIn]) -> Any:
     require(request, AUDIT, "read the audit log")
     kind = filters.object.strip().partition(":")[0].strip()
     if kind and object_type_of(kind) not in object_types():

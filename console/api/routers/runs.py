@@ -2,42 +2,57 @@
 
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
-from ninja import Router, Status
+from ninja import Header, Router, Status
 from ninja.errors import HttpError
 
 from ...models import CompressionRun, Message
 from ...roles import COMPRESS, VIEW
 from ...services import reported
-from .. import schemas
 from ..common import ERRORS, require
+from ..schemas import ReportIn, RunMessagesOut, RunOut
 
 runs_router = Router(tags=["runs"])
 
 
-@runs_router.post("/report", response={201: schemas.RunOut, **ERRORS}, summary="Report a compression done in-process")
-def report(request: HttpRequest, payload: schemas.ReportIn) -> Status:
+@runs_router.post("/report", response={201: RunOut, **ERRORS}, summary="Report a compression done in-process")
+def report(
+    request: HttpRequest,
+    response: HttpResponse,
+    payload: ReportIn,
+    idempotency_key: str | None = Header(
+        None,
+        alias="Idempotency-Key",
+        description="one per report: a retry with the same key answers the run stored the first time "
+        "(with 'Idempotent-Replayed: true') instead of storing it again",
+    ),
+) -> Status:
     require(request, COMPRESS, "report compressions")
-    run = reported.record_reported_run(
-        session_key=payload.session_key,
-        input_messages=payload.input_messages,
-        output_messages=payload.output_messages,
-        archive_messages=payload.archive_messages,
-        summary_text=payload.summary_text,
-        provenance=payload.provenance,
-        user=request.user,
-    )
+    report: dict[str, Any] = {
+        "session_key": payload.session_key,
+        "input_messages": payload.input_messages,
+        "output_messages": payload.output_messages,
+        "archive_messages": payload.archive_messages,
+        "summary_text": payload.summary_text,
+        "provenance": payload.provenance,
+    }
+    if idempotency_key is None:
+        run = reported.record_reported_run(**report, user=request.user)
+    else:
+        run, replayed = reported.record_reported_run_once(idempotency_key, user=request.user, **report)
+        if replayed:
+            response["Idempotent-Replayed"] = "true"
     return Status(201, run)  # RunOut reads it (its resolvers count messages, find the archive and summary)
 
 
-@runs_router.get("/{int:run_id}", response={200: schemas.RunOut, **ERRORS}, summary="A run: status, stage, stats")
+@runs_router.get("/{int:run_id}", response={200: RunOut, **ERRORS}, summary="A run: status, stage, stats")
 def get_run(request: HttpRequest, run_id: int) -> CompressionRun:
     require(request, VIEW, "read runs")
     return get_object_or_404(CompressionRun.objects.select_related("session"), pk=run_id)
 
 
-@runs_router.get("/{int:run_id}/messages", response={200: schemas.RunMessagesOut, **ERRORS}, summary="Run output")
+@runs_router.get("/{int:run_id}/messages", response={200: RunMessagesOut, **ERRORS}, summary="Run output")
 def run_messages(request: HttpRequest, run_id: int) -> dict[str, Any]:
     require(request, VIEW, "read runs")
     run = get_object_or_404(CompressionRun, pk=run_id)

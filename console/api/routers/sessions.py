@@ -14,14 +14,26 @@ from ...queries import archive_hits, session_search
 from ...roles import ADD, CHANGE, COMPRESS, VIEW
 from ...services import runs
 from ...services.sessions import ImportedSession, append_messages, create_session
-from .. import schemas
 from ..common import ERRORS, Pages, require, session_named
+from ..schemas import (
+    AppendIn,
+    AppendOut,
+    ArchiveSearchOut,
+    ArchiveSearchQuery,
+    CompressIn,
+    CompressOut,
+    ErrorOut,
+    SessionDetailOut,
+    SessionIn,
+    SessionOut,
+    SessionsQuery,
+)
 
 sessions = Router(tags=["sessions"])
 
 
-@sessions.post("", response={201: schemas.SessionOut, **ERRORS}, summary="Create a session with its history")
-def create(request: HttpRequest, payload: schemas.SessionIn) -> Status:
+@sessions.post("", response={201: SessionOut, **ERRORS}, summary="Create a session with its history")
+def create(request: HttpRequest, payload: SessionIn) -> Status:
     require(request, ADD, "create sessions")
     data = ImportedSession(
         key=payload.key,
@@ -33,24 +45,22 @@ def create(request: HttpRequest, payload: schemas.SessionIn) -> Status:
     return Status(201, create_session(data, user=request.user))
 
 
-@sessions.get(
-    "", response=list[schemas.SessionOut], summary="List sessions (q= searches key and channel, as masked for you)"
-)
+@sessions.get("", response=list[SessionOut], summary="List sessions (q= searches key and channel, as masked for you)")
 @paginate(Pages)
-def list_sessions(request: HttpRequest, filters: Query[schemas.SessionsQuery]) -> Any:
+def list_sessions(request: HttpRequest, filters: Query[SessionsQuery]) -> Any:
     require(request, VIEW, "read sessions")
     return session_search(Session.objects.all(), filters.q)
 
 
-@sessions.get("/{key}", response={200: schemas.SessionDetailOut, **ERRORS}, summary="A session and its history")
+@sessions.get("/{key}", response={200: SessionDetailOut, **ERRORS}, summary="A session and its history")
 def get_session(request: HttpRequest, key: str) -> dict[str, Any]:
     require(request, VIEW, "read sessions")
     session = session_named(key)
-    return schemas.SessionOut.from_orm(session).dict() | {"messages": session.messages()}
+    return SessionOut.from_orm(session).dict() | {"messages": session.messages()}
 
 
-@sessions.post("/{key}/messages", response={200: schemas.AppendOut, **ERRORS}, summary="Append messages")
-def append(request: HttpRequest, key: str, payload: schemas.AppendIn) -> dict[str, Any]:
+@sessions.post("/{key}/messages", response={200: AppendOut, **ERRORS}, summary="Append messages")
+def append(request: HttpRequest, key: str, payload: AppendIn) -> dict[str, Any]:
     require(request, CHANGE, "append to sessions")
     session, run = append_messages(key, payload.messages, payload.expected_version, user=request.user)
     return {
@@ -64,10 +74,10 @@ def append(request: HttpRequest, key: str, payload: schemas.AppendIn) -> dict[st
 
 @sessions.post(
     "/{key}/compress",
-    response={200: schemas.CompressOut, 202: schemas.CompressOut, 429: schemas.ErrorOut, **ERRORS},
+    response={200: CompressOut, 202: CompressOut, 429: ErrorOut, **ERRORS},
     summary="Compress a session in a worker (wait=seconds to get the compressed history back)",
 )
-def compress(request: HttpRequest, key: str, payload: schemas.CompressIn) -> Status:
+def compress(request: HttpRequest, key: str, payload: CompressIn) -> Status:
     require(request, COMPRESS, "compress sessions")
     # a waiting request holds a thread: 429 past MAX_COMPRESS_WAITERS, before anything is written
     with runs.waiter_slot() if payload.wait else nullcontext():
@@ -95,10 +105,10 @@ def compress(request: HttpRequest, key: str, payload: schemas.CompressIn) -> Sta
 
 @sessions.get(
     "/{key}/archive/search",
-    response={200: schemas.ArchiveSearchOut, **ERRORS},
+    response={200: ArchiveSearchOut, **ERRORS},
     summary="Search the session's archived originals",
 )
-def search_archives(request: HttpRequest, key: str, query: Query[schemas.ArchiveSearchQuery]) -> dict[str, Any]:
+def search_archives(request: HttpRequest, key: str, query: Query[ArchiveSearchQuery]) -> dict[str, Any]:
     require(request, VIEW, "read sessions")
     session = session_named(key)
     needle, limit = query.q.strip(), query.limit

@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from agent_compression.facts import pinned_facts_of
 from console.celery import tasks_inline
 from console.errors import InvalidInput
 from console.importers import read_session_file
@@ -175,13 +176,18 @@ class Command(BaseCommand):
         active = active_summary(key)
         if active is None or passage not in active.text:
             return None
+        text = rewrite(active.text, passage, replacement)
+        # its pinned facts are those its text lists, with their sources where the active summary had them
+        sources = {f.get("text"): f for f in active.facts or []}
+        facts = [sources.get(f.text) or f.to_dict() for f in pinned_facts_of(text)]
         drifted, made = Summary.objects.get_or_create(
             summary_id=f"sum_demo_{name}_{active.archive_id}",
             defaults={
                 "archive": active.archive,
                 "parent": active,
                 "status": Summary.Status.DRAFT,
-                "text": rewrite(active.text, passage, replacement),
+                "text": text,
+                "facts": facts,
                 "provenance": {"generator": "demo", "trigger": "demo", "note": "written by hand to show drift review"},
             },
         )
@@ -229,7 +235,7 @@ class Command(BaseCommand):
         case = drifted.drift_cases.first() if drifted else None
         if drifted is None or case is None:
             return
-        promote_summary(drifted.pk, operator)
+        promote_summary(drifted.pk, operator, acknowledge_drift=True)  # the mistake the loop then fixes
         update_drift_case(
             case.pk,
             {"claim": True, "status": DriftCase.Status.CONFIRMED, "verdict": "Drops the payments-db rule (#25)."},

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0009_pairwise_review'),
+        ('console', '0012_i36_proxy'),
     ]
 
     operations = [
