@@ -83,15 +83,18 @@ def test_the_api_retries_a_failed_check_and_refuses_a_checked_one(
         check_summary_drift(summary.pk, once=True)
     body = as_viewer.get(f"/api/v1/summaries/{summary.pk}").json()
     assert body["drift_check"] == "failed" and body["drift_attempts"] == 1
-    assert as_viewer.post(f"/api/v1/summaries/{summary.pk}/drift-check").status_code == 403
+    assert (
+        as_viewer.post(f"/api/v1/summaries/{summary.pk}/drift-check", {}, content_type="application/json").status_code
+        == 403
+    )
 
     monkeypatch.undo()
     with tasks_inline(), django_capture_on_commit_callbacks(execute=True):
-        response = as_operator.post(f"/api/v1/summaries/{summary.pk}/drift-check")
+        response = as_operator.post(f"/api/v1/summaries/{summary.pk}/drift-check", {}, content_type="application/json")
     assert response.status_code == 202, response.content
     body = as_viewer.get(f"/api/v1/summaries/{summary.pk}").json()
     assert body["drift_check"] == "checked" and body["drift_attempts"] == 1
-    again = as_operator.post(f"/api/v1/summaries/{summary.pk}/drift-check")
+    again = as_operator.post(f"/api/v1/summaries/{summary.pk}/drift-check", {}, content_type="application/json")
     assert again.status_code == 409
 
 

@@ -301,7 +301,11 @@ def _page_names() -> set[str]:
 #: pages a GET shows nothing stored on, or that only take POST
 NOT_CONTENT = {"healthz", "login", "logout", "set_language", "compress", "resummarize", "open_case", "drift_update"}
 NOT_CONTENT |= {"drift_comment", "inbox_read", "notification_open"}
-NOT_CONTENT |= {"drift_bulk", "review_pair"}  # POSTs; a pairwise note shows on the compare page (test_review_flow)
+NOT_CONTENT |= {
+    "drift_bulk",
+    "review_pair",
+    "drift_check_retry",
+}  # POSTs; a pairwise note shows on the compare page (test_review_flow)
 NOT_CONTENT |= {"proxy_chat_completions", "proxy_models"}  # relay the runtime's own call and its answer to it
 
 
