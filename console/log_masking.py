@@ -10,8 +10,8 @@ from .masking import mask_text, mask_value
 
 def _structures_masked(args: Any) -> Any:
     """The record's arguments with dicts and lists masked as structures (a value under a secret-named key)."""
-    if isinstance(args, dict):
-        return mask_value(args)
+    if type(args) is dict:  # not a mapping with defaults of its own (gunicorn's access atoms): that one is
+        return mask_value(args)  # formatted first, then masked as text below
     if isinstance(args, tuple):
         return tuple(mask_value(a) if isinstance(a, dict | list) else a for a in args)
     return args

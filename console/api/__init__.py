@@ -51,6 +51,8 @@ class BearerKey(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         user = authenticate_key(token)
         if user is None:
+            if API_AUTH_FAILURES.blocked(request):
+                raise Throttled(wait=API_AUTH_FAILURES.retry_after())
             # a 401 naming the key: falling through to the session auth would answer a POST "CSRF check Failed"
             raise AuthenticationError()
         request.user = user

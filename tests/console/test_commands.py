@@ -59,17 +59,19 @@ def test_it_gives_the_key_a_dedicated_user_in_the_role_group(role, can_compress)
 def test_it_authenticates_the_api_with_the_printed_key_until_revoked(client):
     out, _ = run("create_api_key", "--name", "bot", "--role", "viewer")
     key = out.strip().splitlines()[-1]
+    from django.test import RequestFactory
+    from ninja.errors import AuthenticationError
+
     from console.api import BearerKey
 
-    class Request:
-        headers: dict = {}
-
-    assert BearerKey().authenticate(Request(), key) is not None
+    request = RequestFactory().get("/api/v1/sessions")
+    assert BearerKey().authenticate(request, key) is not None
     out, _ = run("create_api_key", "--revoke", "bot")
     assert "Revoked API key 'bot'" in out
     api_key = ApiKey.objects.select_related("user").get(name="bot")
     assert api_key.revoked_at is not None and not api_key.user.is_active
-    assert BearerKey().authenticate(Request(), key) is None
+    with pytest.raises(AuthenticationError):  # a 401 naming the key
+        BearerKey().authenticate(request, key)
     out, _ = run("create_api_key", "--revoke", "bot")
     assert "already revoked" in out
 
