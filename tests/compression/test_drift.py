@@ -1951,3 +1951,25 @@ def test_a_short_approval_is_kept_by_its_proposals_action_done() -> None:
     assert "approval_lost" not in [f.code for f in check_drift(messages, done)]
     named = "## Files and identifiers\n- 6117428830"  # the item named, nothing said of the approval
     assert "approval_lost" in [f.code for f in check_drift(messages, named)]
+
+
+def test_a_call_line_with_a_claim_does_not_crash_the_check():
+    """Issue 34: ``_CALL_LINE`` was defined twice, and the quote check called ``group(1)`` on the one without
+    a group: a summary line quoting a tool call raised IndexError, and the check was sent again forever."""
+    from agent_compression.drift.legacy import _verbatim
+
+    corpus = "Error: permission denied while reading config.yaml"
+    assert _verbatim('- Finding (#1): bash({"cmd": "ls"}): Error: permission denied while reading config.yaml', corpus)
+    messages = [
+        {"role": "user", "content": "Find out why the deploy fails."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: permission denied while reading config.yaml"},
+    ]
+    summary = '- Finding (#1): bash({"cmd": "ls"}): the config is probably broken by the last deploy'
+    assert isinstance(check_drift(messages, summary), list)

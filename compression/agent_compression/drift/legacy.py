@@ -1723,14 +1723,16 @@ def _check_fabricated(
 _LABEL = re.compile(r"^\W*(?:[\w ]{0,30}\(#\d+\)[\w ]{0,30}(?:\(#\d+\))?\s*:\s*)")
 
 
-_CALL_LINE = re.compile(r"^\(?#?\d*\)?\s*\w+\(.*\):\s+(.+)$")
+#: an extractive call line, its result part in group 1 (named apart from the hedge check's ``_CALL_LINE``,
+#: which has no group: sharing one name made ``_verbatim`` raise IndexError on such a line)
+_CALL_QUOTE = re.compile(r"^\(?#?\d*\)?\s*\w+\(.*\):\s+(.+)$")
 
 
 def _verbatim(text: str, corpus: str) -> bool:
     """Whether ``text``, without its label ("(#209) resolved later (#210): "), is a passage of ``corpus``."""
     body = _LINE_COUNT.sub("", _LABEL.sub("", text, count=1)).strip(" -.…")
     # the extractive summary's call lines: 'bash({"command": …}): Error: … (41 lines)' quote the result
-    call = _CALL_LINE.match(body)
+    call = _CALL_QUOTE.match(body)
     body = call.group(1).strip(" -.…") if call else body
     return len(body) >= 20 and body in corpus
 
