@@ -29,16 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-ERROR_KINDS = (
-    "constraint_dropped",
-    "constraint_inverted",
-    "constraint_fabricated",
-    "identifier_missing",
-    "identifier_fabricated",
-    "hedge_lost",
-    "progress_fabricated",
-    "wrong_attribution",
-)
+from agent_compression.types import DRIFT_KINDS
+
+#: the kinds of error a label may name: the drift kinds a finding reports
+ERROR_KINDS = DRIFT_KINDS
 LABEL_KINDS = (*ERROR_KINDS, "faithful")
 #: kinds whose quote comes from the original messages, not from the summary
 ORIGINAL_SIDE = frozenset({"constraint_dropped", "identifier_missing"})
