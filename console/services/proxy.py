@@ -168,6 +168,7 @@ def plan_call(key: str, messages: list[dict[str, Any]], user: Any, window: int |
         return _compress(plan)
     if not mirrors:
         plan.upstream = live_history(key, messages)
+        return checked(plan)
     return plan
 
 

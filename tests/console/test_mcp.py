@@ -4,6 +4,7 @@ and over stdio (``manage.py mcp --stdio`` as a subprocess), against a session wh
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import sys
 import threading
@@ -65,6 +66,13 @@ def http_server() -> Iterator[str]:
     thread.join(10)
 
 
+def _run(main: Any) -> Any:
+    """``asyncio.run(main())`` in a thread of its own: another test in this process (the browser's sync API) may
+    have an event loop running in the main thread, where ``asyncio.run`` refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(main())).result(timeout=120)
+
+
 def _over_http(url: str, key: str, work: Any) -> Any:
     async def main() -> Any:
         transport = streamable_http_client(
@@ -73,7 +81,7 @@ def _over_http(url: str, key: str, work: Any) -> Any:
         async with Client(transport) as client:
             return await work(client)
 
-    return asyncio.run(main())
+    return _run(main)
 
 
 async def _find_the_rule(client: Client) -> dict[str, Any]:
@@ -129,7 +137,7 @@ def test_an_mcp_client_over_stdio(settings: Any) -> None:
         async with Client(params) as client:
             return await _find_the_rule(client)
 
-    seen = asyncio.run(main())
+    seen = _run(main)
     assert seen["tools"] == list(TOOLS)
     assert seen["original"]["content"] == RULE
 
