@@ -49,6 +49,9 @@ sys.path.insert(0, str(ROOT))
 from agent_compression.drift import DriftFinding, check_drift  # noqa: E402
 from agent_compression.drift.text import terms as key_terms  # noqa: E402
 
+# which finding kinds catch a labelled error of each kind: one rule for both bench scorers
+from bench.drift_eval_score import EQUIVALENT  # noqa: E402
+
 RUNS = ROOT / "bench" / "data" / "model_runs"
 LABELS = ROOT / "bench" / "data" / "model_labels.json"
 ALARM = ("high", "medium")
@@ -63,20 +66,6 @@ ERROR_KINDS = (
     "wrong_attribution",
 )
 LABEL_KINDS = (*ERROR_KINDS, "faithful")
-
-#: which finding kinds catch a labelled error of each kind. Approvals have no kinds of their own: a lost
-#: approval is reported as ``constraint_dropped``, an approval turned into a refusal as
-#: ``constraint_inverted``, an approval nobody gave as ``constraint_fabricated``, and the labels use the
-#: same kinds. A claim that a forbidden action was done ("deploy.sh has been updated" for "don't modify
-#: deploy.sh yet") is both an inversion and a fabricated progress claim, so those two catch each other.
-#: Every other kind catches only itself.
-EQUIVALENT: dict[str, frozenset[str]] = {kind: frozenset({kind}) for kind in ERROR_KINDS}
-EQUIVALENT["constraint_inverted"] = frozenset({"constraint_inverted", "progress_fabricated"})
-EQUIVALENT["progress_fabricated"] = frozenset({"progress_fabricated", "constraint_inverted"})
-# An error placed at a test id or file that never had it ("tests/export/test_money.py::case_3 - KeyError") is
-# both a wrong attribution and a fabricated identifier.
-EQUIVALENT["wrong_attribution"] = frozenset({"wrong_attribution", "identifier_fabricated"})
-EQUIVALENT["identifier_fabricated"] = frozenset({"identifier_fabricated", "wrong_attribution"})
 
 #: share of the shorter side's key terms the other must hold for a quote and an evidence to overlap
 OVERLAP = 0.6
